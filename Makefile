@@ -1,0 +1,47 @@
+# Transformer Math — every target does its own set-up (a .venv in this folder), idempotently.
+#   make lab        JupyterLab on the course (127.0.0.1, token authentication on)
+#   make test       unit tests + every notebook executed by nbval, outputs compared
+#   make notebooks  re-execute every notebook in place from a fresh kernel (refreshes outputs)
+#   make lint       ruff over the package, tests, tools, benchmarks and notebooks
+# CONSTRAINTS=path pins versions (CI uses .ci/constraints.txt); JOBS sets pytest-xdist workers.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CONSTRAINTS ?=
+JOBS ?= 2
+PIP := $(BIN)/python -m pip install --disable-pip-version-check $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
+STAMP := $(VENV)/.installed
+# Stored outputs are always produced on the CPU, with a fixed hash seed.
+RUN_ENV := COURSE_DEVICE=cpu PYTHONHASHSEED=0
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+
+.PHONY: setup lab test notebooks lint sync
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml $(CONSTRAINTS)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) -r requirements.txt
+	$(PIP) --no-deps --no-build-isolation -e .
+	$(BIN)/python -c "import matplotlib.pyplot"  # build the font cache once, not inside a notebook
+	touch $@
+
+lab: $(STAMP)
+	$(RUN_ENV) $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" \
+		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(LAB_ARGS)
+
+test: $(STAMP)
+	$(RUN_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests $(NOTEBOOKS) \
+		--nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
+
+notebooks: $(STAMP)
+	$(RUN_ENV) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
+		$(if $(NB),$(NB),$(NOTEBOOKS))
+
+lint: $(STAMP)
+	$(BIN)/ruff check course_utils tests tools benchmarks notebooks
+
+sync: $(STAMP)
+	$(BIN)/python tools/notebooks.py sync

@@ -1,0 +1,95 @@
+"""The learner's environment: which device to compute on, seeding, and a version report."""
+
+from __future__ import annotations
+
+import os
+import platform
+import random
+import sys
+from importlib import metadata
+
+import numpy as np
+
+DEVICE_ENV_VAR = "COURSE_DEVICE"
+KNOWN_DEVICES = ("cuda", "mps", "cpu")
+
+
+def in_colab() -> bool:
+    """True inside Google Colab (its kernel imports ``google.colab`` at start-up)."""
+    return "google.colab" in sys.modules
+
+
+def pick_device(name: str | None = None) -> str:
+    """Return the device to compute on: ``"cuda"``, then ``"mps"``, then ``"cpu"``.
+
+    ``name`` (or else the environment variable ``COURSE_DEVICE``) forces one device; asking for
+    an unknown name, or for one this machine does not have, raises ``ValueError``.
+    """
+    import torch
+
+    available = {
+        "cuda": torch.cuda.is_available(),
+        "mps": hasattr(torch.backends, "mps") and torch.backends.mps.is_available(),
+        "cpu": True,
+    }
+    source = "name"
+    if name is None:
+        name = os.environ.get(DEVICE_ENV_VAR) or None
+        source = f"environment variable {DEVICE_ENV_VAR}"
+    if name is None:
+        return next(dev for dev in KNOWN_DEVICES if available[dev])
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str such as 'cpu', got {type(name).__name__}")
+    wanted = name.strip().lower()
+    if wanted not in KNOWN_DEVICES:
+        raise ValueError(f"{source} must be one of {KNOWN_DEVICES}, got {name!r}")
+    if not available[wanted]:
+        raise ValueError(f"{source} asks for {wanted!r}, but this machine has no {wanted} device")
+    return wanted
+
+
+def seed_everything(seed: int) -> np.random.Generator:
+    """Seed Python's ``random``, NumPy's global state and torch (CPU and GPU).
+
+    Returns a fresh ``np.random.default_rng(seed)``, the generator the notebooks use.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be in [0, 2**32), got {seed}")
+    random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 - legacy global state, seeded for third-party code
+    if "torch" in sys.modules:  # do not import torch just to seed it
+        sys.modules["torch"].manual_seed(seed)
+    return np.random.default_rng(seed)
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def environment_report() -> dict[str, str]:
+    """Versions of Python, NumPy, PyTorch, Matplotlib (and Triton), the device, and Colab or not."""
+    import torch
+
+    device = pick_device()
+    if device == "cuda":
+        device = f"cuda ({torch.cuda.get_device_name(0)})"
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "torch": torch.__version__,
+        "matplotlib": _version("matplotlib"),
+        "triton": _version("triton"),
+        "device": device,
+        "colab": "yes" if in_colab() else "no",
+    }
+
+
+def print_environment_report() -> None:
+    """Print :func:`environment_report` as an aligned table."""
+    for key, value in environment_report().items():
+        print(f"{key:<11} {value}")

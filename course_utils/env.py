@@ -57,10 +57,11 @@ def seed_everything(seed: int) -> np.random.Generator:
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     if not 0 <= seed < 2**32:
         raise ValueError(f"seed must be in [0, 2**32), got {seed}")
+    import torch
+
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 - legacy global state, seeded for third-party code
-    if "torch" in sys.modules:  # do not import torch just to seed it
-        sys.modules["torch"].manual_seed(seed)
+    torch.manual_seed(seed)  # seeds the CPU and every GPU
     return np.random.default_rng(seed)
 
 

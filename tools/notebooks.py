@@ -36,7 +36,7 @@ def badge(notebook_name: str) -> str:
 
 def setup_cell_source() -> str:
     """The second cell of every notebook: on Colab only, install course_utils (not editable)."""
-    return f'''# Setup: on Google Colab, install the course helpers (course_utils) from the repository.
+    return f'''# Setup (Colab only): install the course helpers, course_utils, from GitHub.
 # A regular install (not -e) imports without a restart; --no-deps keeps Colab's torch and numpy.
 # Anywhere else this cell does nothing: `make lab` has installed everything already.
 import importlib
@@ -73,7 +73,11 @@ def new(stem: str, title: str) -> Path:
     if path.exists():
         raise FileExistsError(path)
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.metadata["language_info"] = {"name": "python"}
     nb.cells = [
         nbformat.v4.new_markdown_cell(f"# {title}\n\n{badge(path.name)}\n"),

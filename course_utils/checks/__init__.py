@@ -76,7 +76,7 @@ class CheckResult:
 
 def _as_array(value: Any) -> np.ndarray | None:
     """A NumPy view of numbers (array, tensor, list, scalar), or None for anything else."""
-    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch.Tensor, without importing torch
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch.Tensor (torch not imported)
         value = value.detach().cpu().numpy()
     if isinstance(value, (np.ndarray, np.generic, int, float, complex, bool, list)):
         try:
@@ -100,8 +100,9 @@ def compare(got: Any, expected: Any, *, rtol: float = 1e-6, atol: float = 1e-9) 
     """
     if isinstance(expected, tuple):
         if not isinstance(got, tuple) or len(got) != len(expected):
-            return f"expected a tuple of {len(expected)} items, got {type(got).__name__} {got!r:.80}"
-        for i, (g, e) in enumerate(zip(got, expected)):
+            kind = type(got).__name__
+            return f"expected a tuple of {len(expected)} items, got {kind} {got!r:.80}"
+        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
             problem = compare(g, e, rtol=rtol, atol=atol)
             if problem:
                 return f"item {i}: {problem}"
@@ -134,8 +135,11 @@ def compare(got: Any, expected: Any, *, rtol: float = 1e-6, atol: float = 1e-9) 
         ok = np.allclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
         if not ok:
             diff = np.abs(have.astype(np.float64) - want.astype(np.float64))
-            worst = np.nanmax(diff) if np.isfinite(diff).any() else np.nan
-            return f"values differ: expected {_short(want)}, got {_short(have)} (max |error| {worst:.3g})"
+            worst = np.nan if np.isnan(diff).all() else np.nanmax(diff)
+            return (
+                f"values differ: expected {_short(want)}, got {_short(have)}"
+                f" (max |error| {worst:.3g})"
+            )
         return None
     if not np.array_equal(have, want):
         return f"values differ: expected {_short(want)}, got {_short(have)}"
@@ -201,5 +205,6 @@ def check_function(
     result = CheckResult(name, status, results)
     if verbose:
         for r in results:
-            print(f"  {'✓' if r.passed else '✗'} {r.label}" + ("" if r.passed else f": {r.message}"))
+            verdict = f"  ✓ {r.label}" if r.passed else f"  ✗ {r.label}: {r.message}"
+            print(verdict)
     return result

@@ -1,0 +1,60 @@
+"""Checkers for notebook 02 (matrix multiplication and dot products)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from course_utils.checks import Case, CheckResult, check_function
+from course_utils.linalg import cosine_similarity, matmul_loops
+
+
+def _attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    if q.shape[1] != k.shape[1]:
+        raise ValueError(f"q and k must have the same d_k, got {q.shape} and {k.shape}")
+    return q @ k.T
+
+
+def check_matmul(func: Callable) -> CheckResult:
+    """``func(a, b)``: the (m, n) NumPy array ``a @ b`` for (m, k) and (k, n) inputs, computed
+    with loops; ValueError when the inner sizes differ."""
+    rng = np.random.default_rng(2)
+    cases = [
+        Case((np.array([[1, 2], [3, 4]]), np.array([[5, 6], [7, 8]])), "[[19, 22], [43, 50]]"),
+        Case((rng.standard_normal((2, 3)), rng.standard_normal((3, 4))), "(2, 3) @ (3, 4)"),
+        Case((np.array([[1.0, 2.0, 3.0]]), np.array([[4.0], [5.0], [6.0]])), "row @ column"),
+        Case((np.array([[1.0], [2.0]]), np.array([[3.0, 4.0, 5.0]])), "column @ row: (2, 3)"),
+        Case((np.ones((2, 3)), np.ones((2, 3))), "(2, 3) @ (2, 3) must fail", raises=ValueError),
+    ]
+    return check_function(func, cases=cases, reference=matmul_loops, name="matmul")
+
+
+def check_cosine_similarity(func: Callable) -> CheckResult:
+    """``func(a, b)``: a·b / (|a| |b|); ValueError for a zero vector."""
+    cases = [
+        Case((np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])), "[1, 2, 3] and [4, 5, 6]"),
+        Case((np.array([1.0, 0.0]), np.array([0.0, 5.0])), "perpendicular: 0"),
+        Case((np.array([1.0, -2.0]), np.array([-3.0, 6.0])), "opposite directions: -1"),
+        Case((np.array([2.0, 2.0]), np.array([0.5, 0.5])), "same direction, other length: 1"),
+        Case((np.array([1.0, 2.0]), np.array([0.0, 0.0])), "zero vector", raises=ValueError),
+    ]
+    return check_function(
+        func, cases=cases, reference=cosine_similarity, name="cosine_similarity", rtol=1e-9
+    )
+
+
+def check_attention_scores(func: Callable) -> CheckResult:
+    """``func(q, k)``: the (n_q, n_k) matrix of all dot products q_i·k_j, i.e. ``q @ k.T``;
+    ValueError when q and k have different d_k."""
+    rng = np.random.default_rng(3)
+    cases = [
+        Case((np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 2.0], [3.0, 4.0],
+                                                            [5.0, 6.0]])), "2 queries, 3 keys"),
+        Case((rng.standard_normal((4, 8)), rng.standard_normal((6, 8))), "(4, 8) and (6, 8)"),
+        Case((rng.standard_normal((1, 3)), rng.standard_normal((5, 3))), "a single query"),
+        Case((np.ones((2, 4)), np.ones((3, 5))), "d_k 4 against 5", raises=ValueError),
+    ]
+    return check_function(
+        func, cases=cases, reference=_attention_scores, name="attention_scores"
+    )

@@ -1,0 +1,115 @@
+"""Sinusoidal positional encoding and the rotation that shifts it by k positions.
+
+The encoding of "Attention Is All You Need" (Vaswani et al., 2017), section 3.5, for position
+``pos`` and pair index ``i`` (``0 <= i < d_model / 2``)::
+
+    PE[pos, 2i]     = sin(pos * w_i)        w_i = base ** (-2i / d_model),  base = 10000
+    PE[pos, 2i + 1] = cos(pos * w_i)
+
+Sine and cosine are *interleaved* (even columns sin, odd columns cos), as in the paper. Some code
+concatenates instead (all sines, then all cosines); that is the same set of numbers with the
+columns permuted.
+
+Because ``sin`` and ``cos`` of ``(pos + k) * w`` follow from those of ``pos * w`` by the angle
+addition formulas, ``PE[pos + k] = M_k @ PE[pos]`` with a block-diagonal matrix ``M_k`` of 2x2
+rotations that depends on ``k`` but not on ``pos`` (:func:`relative_position_matrix`).
+NumPy only: importing this module does not load torch.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "angular_frequencies",
+    "relative_position_matrix",
+    "sinusoidal_encoding",
+    "wavelengths",
+]
+
+
+def _check_d_model(d_model: object) -> int:
+    if isinstance(d_model, bool) or not isinstance(d_model, numbers.Integral):
+        raise TypeError(f"d_model must be an int, got {type(d_model).__name__}")
+    if d_model <= 0 or d_model % 2:
+        raise ValueError(
+            f"d_model must be a positive even number (sin/cos come in pairs), got {d_model}"
+        )
+    return int(d_model)
+
+
+def _check_base(base: object) -> float:
+    if isinstance(base, bool) or not isinstance(base, numbers.Real):
+        raise TypeError(f"base must be a real number, got {type(base).__name__}")
+    if not math.isfinite(base) or base <= 1:
+        raise ValueError(f"base must be a finite number greater than 1, got {base}")
+    return float(base)
+
+
+def angular_frequencies(d_model: int, base: float = 10000.0) -> np.ndarray:
+    """The angular frequency of each sin/cos pair: ``w_i = base ** (-2i / d_model)``.
+
+    Returns float64 of shape ``(d_model // 2,)``, decreasing from ``w_0 = 1`` (wavelength 2π)
+    towards ``1 / base``.
+    """
+    d_model, base = _check_d_model(d_model), _check_base(base)
+    two_i = np.arange(0, d_model, 2, dtype=np.float64)
+    return base ** (-two_i / d_model)
+
+
+def wavelengths(d_model: int, base: float = 10000.0) -> np.ndarray:
+    """The wavelength (in positions) of each sin/cos pair: ``2π / w_i``, shape ``(d_model // 2,)``.
+
+    A geometric progression from 2π up to ``2π · base ** ((d_model - 2) / d_model)``.
+    """
+    return 2 * np.pi / angular_frequencies(d_model, base)
+
+
+def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -> np.ndarray:
+    """The sinusoidal positional encoding table, float64 of shape ``(n_positions, d_model)``.
+
+    Row ``pos`` is the encoding of position ``pos`` (0-based); columns interleave
+    ``PE[pos, 2i] = sin(pos * w_i)`` and ``PE[pos, 2i + 1] = cos(pos * w_i)`` with
+    ``w_i = base ** (-2i / d_model)``. ``n_positions = 0`` gives an empty ``(0, d_model)`` table.
+    """
+    if isinstance(n_positions, bool) or not isinstance(n_positions, numbers.Integral):
+        raise TypeError(f"n_positions must be an int, got {type(n_positions).__name__}")
+    if n_positions < 0:
+        raise ValueError(f"n_positions must be >= 0, got {n_positions}")
+    omega = angular_frequencies(d_model, base)
+    angles = np.arange(n_positions, dtype=np.float64)[:, None] * omega[None, :]
+    pe = np.empty((int(n_positions), int(d_model)), dtype=np.float64)
+    pe[:, 0::2] = np.sin(angles)
+    pe[:, 1::2] = np.cos(angles)
+    return pe
+
+
+def relative_position_matrix(k: float, d_model: int, base: float = 10000.0) -> np.ndarray:
+    """The matrix ``M_k`` with ``PE[pos + k] = M_k @ PE[pos]`` for every ``pos``.
+
+    Block diagonal, float64 of shape ``(d_model, d_model)``; block ``i`` acts on the pair
+    ``(sin(pos w_i), cos(pos w_i))`` and is the rotation::
+
+        [[ cos(k w_i),  sin(k w_i)],
+         [-sin(k w_i),  cos(k w_i)]]
+
+    from ``sin(a + b) = sin a cos b + cos a sin b`` and ``cos(a + b) = cos a cos b - sin a sin b``.
+    It depends on the offset ``k`` only (not on ``pos``); ``M_0`` is the identity, ``M_{-k}`` is
+    the transpose (inverse) of ``M_k``, and ``k`` may be any real number.
+    """
+    if isinstance(k, bool) or not isinstance(k, numbers.Real):
+        raise TypeError(f"k must be a real number, got {type(k).__name__}")
+    if not math.isfinite(k):
+        raise ValueError(f"k must be finite, got {k}")
+    omega = angular_frequencies(d_model, base)
+    c, s = np.cos(k * omega), np.sin(k * omega)
+    m = np.zeros((d_model, d_model), dtype=np.float64)
+    even = np.arange(0, d_model, 2)
+    m[even, even] = c
+    m[even, even + 1] = s
+    m[even + 1, even] = -s
+    m[even + 1, even + 1] = c
+    return m

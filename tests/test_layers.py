@@ -1,0 +1,195 @@
+"""Tests for course_utils.layers against torch.nn modules and torch.nn.functional."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from course_utils import attention, layers
+
+DTYPES = [torch.float32, torch.float64]
+TOL = {torch.float32: {"rtol": 1e-5, "atol": 1e-5}, torch.float64: {"rtol": 1e-10, "atol": 1e-12}}
+
+
+# ----------------------------------------------------------------------------- feed-forward
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("activation", ["relu", "gelu", "swiglu"])
+def test_feed_forward_equals_functional(dtype, activation) -> None:
+    torch.manual_seed(0)
+    ffn = layers.FeedForward(6, 24, activation).to(dtype)
+    x = torch.randn(2, 5, 6, dtype=dtype)
+    l1, l2 = ffn.linear1, ffn.linear2
+    if activation == "relu":
+        hidden = F.relu(F.linear(x, l1.weight, l1.bias))
+    elif activation == "gelu":
+        hidden = F.gelu(F.linear(x, l1.weight, l1.bias))
+    else:
+        gate = F.linear(x, ffn.gate.weight, ffn.gate.bias)
+        hidden = gate * torch.sigmoid(gate) * F.linear(x, l1.weight, l1.bias)
+    torch.testing.assert_close(ffn(x), F.linear(hidden, l2.weight, l2.bias), **TOL[dtype])
+
+
+def test_feed_forward_parameter_counts() -> None:
+    d, d_ff = 8, 32
+    for activation, matrices in (("relu", 2), ("gelu", 2), ("swiglu", 3)):
+        ffn = layers.FeedForward(d, d_ff, activation)
+        biases = d_ff + d + (d_ff if activation == "swiglu" else 0)
+        assert sum(p.numel() for p in ffn.parameters()) == matrices * d * d_ff + biases
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 6), seed=st.integers(0, 2**16), activation=st.sampled_from(
+    ["relu", "gelu", "swiglu"]))
+def test_feed_forward_is_position_wise(n, seed, activation) -> None:
+    torch.manual_seed(seed)
+    ffn = layers.FeedForward(4, 8, activation).double()
+    x = torch.randn(2, n, 4, dtype=torch.float64)
+    whole = ffn(x)
+    for i in range(n):  # each token alone gives the same row
+        torch.testing.assert_close(ffn(x[:, i]), whole[:, i])
+    perm = torch.randperm(n)
+    torch.testing.assert_close(ffn(x[:, perm]), whole[:, perm])
+
+
+def test_feed_forward_dropout_only_in_training() -> None:
+    torch.manual_seed(0)
+    ffn = layers.FeedForward(4, 64, dropout=0.5)
+    x = torch.randn(3, 4)
+    ffn.eval()
+    torch.testing.assert_close(ffn(x), ffn(x))
+    ffn.train()
+    assert not torch.allclose(ffn(x), ffn.eval()(x))
+
+
+# ------------------------------------------------------------------------------- layer norm
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(5,), (3, 5), (2, 4, 5)])
+def test_layer_norm_equals_pytorch(dtype, shape) -> None:
+    torch.manual_seed(1)
+    theirs = nn.LayerNorm(5, eps=1e-3, dtype=dtype)
+    with torch.no_grad():
+        theirs.weight.normal_()
+        theirs.bias.normal_()
+    mine = layers.LayerNorm.from_torch(theirs)
+    x = 3 * torch.randn(*shape, dtype=dtype) + 2
+    torch.testing.assert_close(mine(x), theirs(x), **TOL[dtype])
+    torch.testing.assert_close(
+        mine(x), F.layer_norm(x, (5,), theirs.weight, theirs.bias, 1e-3), **TOL[dtype]
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(d=st.integers(2, 16), seed=st.integers(0, 2**16), shift=st.floats(-100, 100),
+       scale=st.floats(0.1, 100))
+def test_layer_norm_gives_mean_zero_variance_one(d, seed, shift, scale) -> None:
+    g = torch.Generator().manual_seed(seed)
+    x = scale * torch.randn(4, 3, d, generator=g, dtype=torch.float64) + shift
+    y = layers.LayerNorm(d, eps=1e-12)(x)
+    torch.testing.assert_close(y.mean(-1), torch.zeros(4, 3, dtype=torch.float64), atol=1e-9,
+                               rtol=0)
+    torch.testing.assert_close(y.var(-1, unbiased=False), torch.ones(4, 3, dtype=torch.float64),
+                               atol=1e-6, rtol=0)
+
+
+def test_layer_norm_gradient_equals_pytorch() -> None:
+    x = torch.randn(3, 7, dtype=torch.float64)
+    theirs = nn.LayerNorm(7, dtype=torch.float64)
+    mine = layers.LayerNorm.from_torch(theirs)
+    xs = [x.clone().requires_grad_() for _ in range(2)]
+    (mine(xs[0]) ** 3).sum().backward()
+    (theirs(xs[1]) ** 3).sum().backward()
+    torch.testing.assert_close(xs[0].grad, xs[1].grad)
+    torch.testing.assert_close(mine.weight.grad, theirs.weight.grad)
+
+
+def test_layer_norm_constant_input_gives_beta() -> None:
+    ln = layers.LayerNorm(4)
+    with torch.no_grad():
+        ln.bias.copy_(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    torch.testing.assert_close(ln(torch.full((2, 4), 7.0)), ln.bias.expand(2, 4))
+
+
+# ---------------------------------------------------------------------------- encoder layer
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_encoder_layer_equals_pytorch(dtype, norm_first, activation) -> None:
+    torch.manual_seed(2)
+    theirs = nn.TransformerEncoderLayer(
+        16, 4, 32, dropout=0.1, activation=activation, norm_first=norm_first, batch_first=True,
+        layer_norm_eps=1e-6, dtype=dtype,
+    )
+    with torch.no_grad():
+        theirs.self_attn.in_proj_bias.normal_()
+        theirs.norm1.weight.normal_()
+        theirs.norm2.bias.normal_()
+    theirs.eval()
+    mine = layers.EncoderLayer.from_torch(theirs)
+    assert not mine.training and mine.norm_first == norm_first
+    x = torch.randn(3, 5, 16, dtype=dtype)
+    keep = attention.padding_mask([5, 3, 1])
+    torch.testing.assert_close(mine(x), theirs(x), **TOL[dtype])
+    torch.testing.assert_close(mine(x, padding_mask=keep),
+                               theirs(x, src_key_padding_mask=~keep), **TOL[dtype])
+    with torch.no_grad():  # PyTorch's inference fast path gives the same numbers
+        torch.testing.assert_close(mine(x, padding_mask=keep),
+                                   theirs(x, src_key_padding_mask=~keep), **TOL[dtype])
+
+
+def test_encoder_layer_parameter_count_and_dropout() -> None:
+    theirs = nn.TransformerEncoderLayer(8, 2, 32, dropout=0.2, batch_first=True)
+    mine = layers.EncoderLayer.from_torch(theirs)
+    assert sum(p.numel() for p in mine.parameters()) == sum(p.numel() for p in theirs.parameters())
+    assert mine.dropout1.p == mine.dropout2.p == mine.self_attn.dropout == 0.2
+    x = torch.randn(2, 4, 8)
+    mine.train()
+    torch.manual_seed(0)
+    train_out = mine(x)
+    assert not torch.allclose(train_out, mine.eval()(x))
+
+
+def test_padding_does_not_change_real_tokens() -> None:
+    torch.manual_seed(4)
+    layer = layers.EncoderLayer(8, 2, 16, activation="swiglu", norm_first=True).eval()
+    x = torch.randn(1, 3, 8)
+    padded = torch.cat([x, torch.randn(1, 2, 8)], dim=1)
+    keep = attention.padding_mask([3], max_len=5)
+    torch.testing.assert_close(layer(padded, padding_mask=keep)[:, :3], layer(x))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: layers.FeedForward(4, 8, "tanh"), ValueError, "activation"),
+        (lambda: layers.FeedForward(4, 8, dropout=1.0), ValueError, "dropout"),
+        (lambda: layers.FeedForward(4, 8)(torch.randn(2, 5)), ValueError, "d_model=4"),
+        (lambda: layers.LayerNorm(4)(torch.randn(2, 3)), ValueError, "d_model=4"),
+        (lambda: layers.LayerNorm(4, eps=0.0), ValueError, "eps"),
+        (lambda: layers.LayerNorm(4)([1.0, 2.0]), TypeError, "torch.Tensor"),
+        (lambda: layers.EncoderLayer(10, 3, 16), ValueError, "not divisible"),
+        (lambda: layers.EncoderLayer(8, 2, 16)(torch.randn(2, 8)), ValueError, r"\(B, N"),
+        (lambda: layers.EncoderLayer(8, 2, 16)(torch.randn(2, 3, 8), torch.ones(2, 3)),
+         TypeError, "boolean"),
+        (lambda: layers.EncoderLayer(8, 2, 16)(torch.randn(2, 3, 8),
+                                               torch.ones(3, 2, dtype=torch.bool)),
+         ValueError, "padding_mask must have shape"),
+        (lambda: layers.EncoderLayer.from_torch(nn.TransformerEncoderLayer(8, 2, 16)),
+         ValueError, "batch_first"),
+        (lambda: layers.EncoderLayer.from_torch(nn.TransformerEncoderLayer(
+            8, 2, 16, activation=nn.Tanh(), batch_first=True)), ValueError, "ReLU or GELU"),
+        (lambda: layers.LayerNorm.from_torch(nn.LayerNorm((2, 3))), ValueError, "one dimension"),
+    ],
+)
+def test_bad_inputs(call, error, match) -> None:
+    with pytest.raises(error, match=match):
+        call()

@@ -29,7 +29,8 @@ $(STAMP): requirements.txt pyproject.toml $(CONSTRAINTS)
 
 lab: $(STAMP)
 	$(RUN_ENV) $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" \
-		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(LAB_ARGS)
+		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb \
+		$(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(RUN_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests $(NOTEBOOKS) \

@@ -164,3 +164,10 @@ def test_requirements_are_lower_bounds_only():
 def test_ci_pins_torch_to_the_cpu_build_on_disk():
     pins = (ROOT / ".ci" / "constraints.txt").read_text().splitlines()
     assert "torch==2.13.0" in pins
+
+
+def test_readme_maps_every_notebook_with_its_canonical_badge():
+    readme = (ROOT / "README.md").read_text()
+    badges = nbtools.BADGE_RE.findall(readme)
+    assert badges == [nbtools.badge(name) for name in NAMES], "README course map out of date"
+    assert readme.index("make lab") < readme.index("## The course")

@@ -83,7 +83,8 @@ def entropy(p: ArrayLike, axis: int = -1, base: float | None = None) -> np.ndarr
     """
     p_arr, axis = _distribution(p, "p", axis)
     p64 = p_arr.astype(np.float64)
-    return _in_base(-np.sum(_xlogy(p64, p64), axis=axis), base, p_arr.dtype)
+    nats = -np.sum(_xlogy(p64, p64), axis=axis) + 0.0  # + 0.0 turns -0.0 into 0.0
+    return _in_base(nats, base, p_arr.dtype)
 
 
 def cross_entropy(
@@ -100,7 +101,7 @@ def cross_entropy(
         raise ValueError(f"clip must lie in [0, 1), got {clip}")
     if clip:
         q_arr = np.maximum(q_arr, clip)
-    return _in_base(-np.sum(_xlogy(p_arr, q_arr), axis=axis), base, dtype)
+    return _in_base(-np.sum(_xlogy(p_arr, q_arr), axis=axis) + 0.0, base, dtype)
 
 
 def kl_divergence(

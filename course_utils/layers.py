@@ -15,7 +15,17 @@ from torch import Tensor, nn
 
 from course_utils.attention import MultiHeadAttention
 
-__all__ = ["EncoderLayer", "FeedForward", "LayerNorm"]
+__all__ = [
+    "Decoder",
+    "DecoderLayer",
+    "Encoder",
+    "EncoderLayer",
+    "FeedForward",
+    "LayerNorm",
+    "Transformer",
+    "count_parameters",
+    "transformer_parameter_count",
+]
 
 _ACTIVATIONS = ("relu", "gelu", "swiglu")
 
@@ -204,3 +214,344 @@ class EncoderLayer(nn.Module):
                 mine.bias.copy_(theirs.bias)
         new.train(module.training)
         return new
+
+
+# --- The decoder side and the full encoder–decoder model ------------------------------------
+
+
+def _check_padding_mask(mask: object, shape: tuple[int, ...], name: str) -> Tensor | None:
+    if mask is None:
+        return None
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+        raise TypeError(f"{name} must be a boolean tensor (True = real token)")
+    if tuple(mask.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(mask.shape)}")
+    return mask
+
+
+def _check_sequence(x: object, d_model: int, name: str) -> Tensor:
+    if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != d_model:
+        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+        raise ValueError(f"{name} must be a tensor of shape (B, L, d_model={d_model}), got {shape}")
+    return x
+
+
+class DecoderLayer(nn.Module):
+    """One Transformer decoder layer: masked self-attention, cross-attention, feed-forward.
+
+    Post-LN (the paper, ``norm_first=False``), with ``m`` the encoder output ("memory")::
+
+        x = LN₁(x + Dropout(MHA_self(x, x, x, causal)))
+        x = LN₂(x + Dropout(MHA_cross(x, m, m)))       # Q from the decoder, K and V from m
+        x = LN₃(x + Dropout(FFN(x)))
+
+    Pre-LN (``norm_first=True``) normalizes the input of each sublayer instead:
+    ``x = x + Dropout(sublayer(LN(x)))``.
+
+    ``forward(x, memory, tgt_padding_mask, memory_padding_mask, causal=True)``: ``x``
+    ``(B, T, d_model)``, ``memory`` ``(B, S, d_model)`` (S may differ from T), padding masks
+    ``(B, T)`` and ``(B, S)`` boolean with True = real token. ``causal`` (default on) lets
+    position t see target positions ≤ t only. After each call the per-head attention weights
+    are kept (detached) in ``self_attention_weights`` ``(B, h, T, T)`` and
+    ``cross_attention_weights`` ``(B, h, T, S)`` for plotting.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        activation: str = "relu",
+        norm_first: bool = False,
+        eps: float = 1e-5,
+    ):
+        super().__init__()
+        dropout = _check_dropout(dropout)
+        self.norm_first = bool(norm_first)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, activation, dropout)
+        self.norm1 = LayerNorm(d_model, eps)
+        self.norm2 = LayerNorm(d_model, eps)
+        self.norm3 = LayerNorm(d_model, eps)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+        self.self_attention_weights: Tensor | None = None
+        self.cross_attention_weights: Tensor | None = None
+
+    def _self_block(self, x: Tensor, padding_mask: Tensor | None, causal: bool) -> Tensor:
+        out, weights = self.self_attn(x, x, x, key_padding_mask=padding_mask, causal=causal)
+        self.self_attention_weights = weights.detach()
+        return self.dropout1(out)
+
+    def _cross_block(self, x: Tensor, memory: Tensor, memory_mask: Tensor | None) -> Tensor:
+        out, weights = self.cross_attn(x, memory, memory, key_padding_mask=memory_mask)
+        self.cross_attention_weights = weights.detach()
+        return self.dropout2(out)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        tgt_padding_mask: Tensor | None = None,
+        memory_padding_mask: Tensor | None = None,
+        causal: bool = True,
+    ) -> Tensor:
+        d_model = self.norm1.d_model
+        x = _check_sequence(x, d_model, "x")
+        memory = _check_sequence(memory, d_model, "memory")
+        if memory.shape[0] != x.shape[0]:
+            raise ValueError(f"x and memory must have the same batch size, got {x.shape[0]} "
+                             f"and {memory.shape[0]}")
+        tgt_padding_mask = _check_padding_mask(tgt_padding_mask, x.shape[:2], "tgt_padding_mask")
+        memory_padding_mask = _check_padding_mask(memory_padding_mask, memory.shape[:2],
+                                                  "memory_padding_mask")
+        if self.norm_first:
+            x = x + self._self_block(self.norm1(x), tgt_padding_mask, causal)
+            x = x + self._cross_block(self.norm2(x), memory, memory_padding_mask)
+            return x + self.dropout3(self.feed_forward(self.norm3(x)))
+        x = self.norm1(x + self._self_block(x, tgt_padding_mask, causal))
+        x = self.norm2(x + self._cross_block(x, memory, memory_padding_mask))
+        return self.norm3(x + self.dropout3(self.feed_forward(x)))
+
+    @classmethod
+    def from_torch(cls, module: nn.TransformerDecoderLayer) -> DecoderLayer:
+        """A copy of a batch-first ``nn.TransformerDecoderLayer`` (ReLU or GELU, with biases).
+
+        PyTorch's masks mean True = *masked out*: its ``tgt_key_padding_mask`` and
+        ``memory_key_padding_mask`` are ``~`` of this layer's, and its causal ``tgt_mask`` is
+        ``nn.Transformer.generate_square_subsequent_mask(T)`` (−inf above the diagonal).
+        """
+        if not isinstance(module, nn.TransformerDecoderLayer):
+            raise TypeError("module must be an nn.TransformerDecoderLayer, got "
+                            f"{type(module).__name__}")
+        if not module.self_attn.batch_first:
+            raise ValueError("module must be built with batch_first=True")
+        activation = {F.relu: "relu", F.gelu: "gelu"}.get(module.activation)
+        if activation is None:
+            raise ValueError("module's activation must be ReLU or GELU (F.relu / F.gelu)")
+        if module.linear1.bias is None:
+            raise ValueError("module must be built with bias=True")
+        self_attn = MultiHeadAttention.from_torch(module.self_attn)
+        new = cls(self_attn.d_model, self_attn.n_heads, module.linear1.out_features,
+                  module.dropout.p, activation, module.norm_first, module.norm1.eps)
+        new = new.to(module.linear1.weight)
+        new.self_attn = self_attn
+        new.cross_attn = MultiHeadAttention.from_torch(module.multihead_attn)
+        new.norm1 = LayerNorm.from_torch(module.norm1)
+        new.norm2 = LayerNorm.from_torch(module.norm2)
+        new.norm3 = LayerNorm.from_torch(module.norm3)
+        with torch.no_grad():
+            for mine, theirs in ((new.feed_forward.linear1, module.linear1),
+                                 (new.feed_forward.linear2, module.linear2)):
+                mine.weight.copy_(theirs.weight)
+                mine.bias.copy_(theirs.bias)
+        new.train(module.training)
+        return new
+
+
+class Encoder(nn.Module):
+    """A stack of ``n_layers`` :class:`EncoderLayer` s, then a final :class:`LayerNorm` when
+    ``final_norm`` (default: only for pre-LN, whose last residual sum is otherwise never
+    normalized). ``forward(x, padding_mask)``: ``(B, S, d_model) -> (B, S, d_model)``."""
+
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,
+                 dropout: float = 0.0, activation: str = "relu", norm_first: bool = False,
+                 eps: float = 1e-5, final_norm: bool | None = None):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, eps)
+            for _ in range(_check_int(n_layers, "n_layers"))
+        )
+        final_norm = norm_first if final_norm is None else final_norm
+        self.norm = LayerNorm(d_model, eps) if final_norm else None
+
+    def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
+        for layer in self.layers:
+            x = layer(x, padding_mask)
+        return x if self.norm is None else self.norm(x)
+
+    @classmethod
+    def from_torch(cls, module: nn.TransformerEncoder) -> Encoder:
+        """A copy of ``nn.TransformerEncoder`` (its layers and its optional final ``norm``)."""
+        if not isinstance(module, nn.TransformerEncoder):
+            raise TypeError(f"module must be an nn.TransformerEncoder, got {type(module).__name__}")
+        layers = [EncoderLayer.from_torch(layer) for layer in module.layers]
+        first = layers[0]
+        new = cls(len(layers), first.norm1.d_model, first.self_attn.n_heads,
+                  first.feed_forward.d_ff, final_norm=module.norm is not None)
+        new.layers = nn.ModuleList(layers)
+        if module.norm is not None:
+            new.norm = LayerNorm.from_torch(module.norm)
+        return new.to(first.norm1.weight).train(module.training)
+
+
+class Decoder(nn.Module):
+    """A stack of ``n_layers`` :class:`DecoderLayer` s (causal), then a final :class:`LayerNorm`
+    when ``final_norm`` (default: only for pre-LN).
+    ``forward(x, memory, tgt_padding_mask, memory_padding_mask)``: ``(B, T, d_model)`` and
+    ``(B, S, d_model) -> (B, T, d_model)``."""
+
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,
+                 dropout: float = 0.0, activation: str = "relu", norm_first: bool = False,
+                 eps: float = 1e-5, final_norm: bool | None = None):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, eps)
+            for _ in range(_check_int(n_layers, "n_layers"))
+        )
+        final_norm = norm_first if final_norm is None else final_norm
+        self.norm = LayerNorm(d_model, eps) if final_norm else None
+
+    def forward(self, x: Tensor, memory: Tensor, tgt_padding_mask: Tensor | None = None,
+                memory_padding_mask: Tensor | None = None) -> Tensor:
+        for layer in self.layers:
+            x = layer(x, memory, tgt_padding_mask, memory_padding_mask)
+        return x if self.norm is None else self.norm(x)
+
+    @classmethod
+    def from_torch(cls, module: nn.TransformerDecoder) -> Decoder:
+        """A copy of ``nn.TransformerDecoder`` (its layers and its optional final ``norm``)."""
+        if not isinstance(module, nn.TransformerDecoder):
+            raise TypeError(f"module must be an nn.TransformerDecoder, got {type(module).__name__}")
+        layers = [DecoderLayer.from_torch(layer) for layer in module.layers]
+        first = layers[0]
+        new = cls(len(layers), first.norm1.d_model, first.self_attn.n_heads,
+                  first.feed_forward.d_ff, final_norm=module.norm is not None)
+        new.layers = nn.ModuleList(layers)
+        if module.norm is not None:
+            new.norm = LayerNorm.from_torch(module.norm)
+        return new.to(first.norm1.weight).train(module.training)
+
+
+class Transformer(nn.Module):
+    """The encoder–decoder Transformer of "Attention Is All You Need".
+
+    ``src`` (B, S) ids → embedding · √d_model + sinusoidal PE → dropout → :class:`Encoder` →
+    memory (B, S, d). ``tgt`` (B, T) ids → the same embedding recipe → :class:`Decoder` (masked
+    self-attention, cross-attention to the memory) → linear output projection → logits
+    (B, T, V_tgt). The output projection has no bias. ``share_embeddings=True`` uses one matrix
+    (V, d) for the source embedding, the target embedding and the output projection, as the
+    paper does with its shared vocabulary (then ``src_vocab_size == tgt_vocab_size``).
+    Padding masks are (B, L) boolean, True = real token. Matrices start Xavier-uniform.
+    """
+
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        d_model: int = 512,
+        n_heads: int = 8,
+        d_ff: int = 2048,
+        n_encoder_layers: int = 6,
+        n_decoder_layers: int = 6,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        share_embeddings: bool = False,
+        max_len: int = 512,
+        eps: float = 1e-5,
+    ):
+        super().__init__()
+        from course_utils.positional import sinusoidal_encoding
+
+        src_vocab_size = _check_int(src_vocab_size, "src_vocab_size")
+        tgt_vocab_size = _check_int(tgt_vocab_size, "tgt_vocab_size")
+        if share_embeddings and src_vocab_size != tgt_vocab_size:
+            raise ValueError("share_embeddings needs one vocabulary: src_vocab_size="
+                             f"{src_vocab_size} differs from tgt_vocab_size={tgt_vocab_size}")
+        self.d_model, self.share_embeddings = _check_int(d_model, "d_model"), share_embeddings
+        self.src_embed = nn.Embedding(src_vocab_size, d_model)
+        self.tgt_embed = self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size,
+                                                                              d_model)
+        self.encoder = Encoder(n_encoder_layers, d_model, n_heads, d_ff, dropout, activation,
+                               norm_first, eps)
+        self.decoder = Decoder(n_decoder_layers, d_model, n_heads, d_ff, dropout, activation,
+                               norm_first, eps)
+        self.output = nn.Linear(d_model, tgt_vocab_size, bias=False)
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+        pe = torch.as_tensor(sinusoidal_encoding(_check_int(max_len, "max_len"), d_model),
+                             dtype=torch.get_default_dtype())
+        self.register_buffer("positional_encoding", pe, persistent=False)
+        for p in self.parameters():
+            if p.ndim > 1:
+                nn.init.xavier_uniform_(p)
+        if share_embeddings:
+            self.output.weight = self.tgt_embed.weight
+
+    def _embed(self, ids: Tensor, table: nn.Embedding, name: str) -> Tensor:
+        if not isinstance(ids, Tensor) or ids.ndim != 2 or ids.dtype != torch.long:
+            shape = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
+            raise ValueError(f"{name} must be an int64 tensor of token ids (B, L), got {shape}")
+        if ids.numel() and (ids.min() < 0 or ids.max() >= table.num_embeddings):
+            raise ValueError(f"{name} holds ids outside [0, {table.num_embeddings})")
+        if ids.shape[1] > self.positional_encoding.shape[0]:
+            raise ValueError(f"{name} is {ids.shape[1]} tokens long, longer than max_len="
+                             f"{self.positional_encoding.shape[0]}")
+        x = table(ids) * self.d_model**0.5 + self.positional_encoding[: ids.shape[1]]
+        return self.dropout(x)
+
+    def encode(self, src: Tensor, src_padding_mask: Tensor | None = None) -> Tensor:
+        """Source ids (B, S) → memory (B, S, d_model)."""
+        return self.encoder(self._embed(src, self.src_embed, "src"), src_padding_mask)
+
+    def decode(self, tgt: Tensor, memory: Tensor, src_padding_mask: Tensor | None = None,
+               tgt_padding_mask: Tensor | None = None) -> Tensor:
+        """Target ids (B, T) read so far, and the memory → logits (B, T, V_tgt) for the next
+        token at every position (causal: position t sees target tokens ≤ t)."""
+        x = self.decoder(self._embed(tgt, self.tgt_embed, "tgt"), memory, tgt_padding_mask,
+                         src_padding_mask)
+        return self.output(x)
+
+    def forward(self, src: Tensor, tgt: Tensor, src_padding_mask: Tensor | None = None,
+                tgt_padding_mask: Tensor | None = None) -> Tensor:
+        """Teacher forcing: logits (B, T, V_tgt) for every target position in one pass."""
+        return self.decode(tgt, self.encode(src, src_padding_mask), src_padding_mask,
+                           tgt_padding_mask)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """The number of trainable numbers in ``model`` (a shared tensor counts once)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def transformer_parameter_count(
+    src_vocab_size: int,
+    tgt_vocab_size: int,
+    d_model: int,
+    d_ff: int,
+    n_encoder_layers: int,
+    n_decoder_layers: int,
+    *,
+    share_embeddings: bool = False,
+    activation: str = "relu",
+    norm_first: bool = False,
+) -> int:
+    """The closed-form parameter count of :class:`Transformer` (it does not depend on n_heads)::
+
+        attention  A = 4·d² + 4·d                 (W^Q, W^K, W^V, W^O and their biases)
+        FFN        F = 2·d·d_ff + d_ff + d        (SwiGLU: 3·d·d_ff + 2·d_ff + d)
+        LayerNorm  L = 2·d                        (γ and β)
+        encoder layer = A + F + 2L,   decoder layer = 2A + F + 3L
+        embeddings = V·d when shared, else V_src·d + V_tgt·d (embedding) + V_tgt·d (output)
+        final norms = 2L for pre-LN
+    """
+    d, ff = _check_int(d_model, "d_model"), _check_int(d_ff, "d_ff")
+    v_src, v_tgt = (_check_int(src_vocab_size, "src_vocab_size"),
+                    _check_int(tgt_vocab_size, "tgt_vocab_size"))
+    n_enc = _check_int(n_encoder_layers, "n_encoder_layers")
+    n_dec = _check_int(n_decoder_layers, "n_decoder_layers")
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {activation!r}")
+    if share_embeddings and v_src != v_tgt:
+        raise ValueError("share_embeddings needs src_vocab_size == tgt_vocab_size")
+    attention = 4 * d * d + 4 * d
+    ffn = 3 * d * ff + 2 * ff + d if activation == "swiglu" else 2 * d * ff + ff + d
+    norm = 2 * d
+    layers = n_enc * (attention + ffn + 2 * norm) + n_dec * (2 * attention + ffn + 3 * norm)
+    embeddings = v_src * d if share_embeddings else (v_src + 2 * v_tgt) * d
+    return layers + embeddings + (2 * norm if norm_first else 0)

@@ -53,7 +53,9 @@ def matmul_loops(a: ArrayLike, b: ArrayLike) -> np.ndarray:
 
     Shapes: ``a`` is (m, k), ``b`` is (k, n), the result is (m, n); the inner sizes must agree.
     The sums are taken in Python numbers (exact integers, double-precision floats); the result
-    has the dtype ``a @ b`` would have (``np.result_type(a, b)``). Every size must be at least 1.
+    has the dtype ``a @ b`` would have (``np.result_type(a, b)``); an integer result too large
+    for that dtype raises ``OverflowError`` where ``@`` would silently wrap around. Every size
+    must be at least 1.
     """
     a = _real_array(a, "a", 2, "matrix")
     b = _real_array(b, "b", 2, "matrix")

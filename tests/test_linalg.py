@@ -65,6 +65,14 @@ def test_matmul_loops_keeps_float32_and_vectors_as_matrices():
     np.testing.assert_array_equal(linalg.matmul_loops([[1, 2, 3]], [[4], [5], [6]]), [[32]])
 
 
+def test_matmul_loops_integer_overflow_raises_instead_of_wrapping():
+    a = np.array([[200, 200]], dtype=np.uint8)
+    b = np.array([[1], [1]], dtype=np.uint8)
+    assert (a @ b)[0, 0] == 144  # NumPy wraps 400 around modulo 256
+    with pytest.raises(OverflowError):
+        linalg.matmul_loops(a, b)
+
+
 def test_matmul_loops_is_not_elementwise():
     a, b = np.array([[1, 2], [3, 4]]), np.array([[5, 6], [7, 8]])
     assert not np.array_equal(linalg.matmul_loops(a, b), a * b)

@@ -1,0 +1,331 @@
+"""A Triton kernel for tiled attention (the FlashAttention-2 forward pass).
+
+One Triton *program* computes one block of ``BLOCK_M`` query rows of one (batch, head): it loads
+its queries once, walks over the keys and values in blocks of ``BLOCK_N`` with the running
+max / running sum / rescaled accumulator of :mod:`course_utils.tiled`, and writes the output
+block and its log-sum-exp. The semantics are those of
+:func:`course_utils.tiled.tiled_attention_forward` (bottom-right causal alignment, fully masked
+rows give 0 and ``−inf``, any lengths, float16 and bfloat16 accumulate in float32), plus:
+
+* head dimensions that are not powers of two (48, 72, 80, …) are padded inside the kernel to the
+  next power of two (``tl.arange`` needs one) and the padding is masked out of loads and stores;
+* the key loop is split in two: key blocks that every row of the query block may fully see run
+  without masks, and only the blocks on the causal diagonal or at the end of the keys pay for
+  boundary and causal masks; blocks entirely above the diagonal are never visited;
+* float32 inputs use exact float32 products (``input_precision="ieee"``): a GPU would otherwise
+  use TF32 and miss a 1e-5 tolerance.
+
+Where it runs — decided when this module is imported:
+
+* a CUDA device is present: the kernel is compiled for it and the tensors must be on it;
+* no CUDA device: the module sets ``TRITON_INTERPRET=1`` when it is imported, before its own
+  lazy import of triton (triton reads the variable when *it* is imported), and the kernel runs
+  in Triton's interpreter on CPU tensors — slow (use small sizes), but the same kernel code, so
+  it can be run and checked on any laptop. The interpreter has no
+  bfloat16 arithmetic, so bfloat16 inputs are computed in float32 there and cast back.
+
+Because the choice is made before ``import triton``, notebooks and tests can use this module in
+one process — provided nothing imported triton earlier on a CPU-only machine; if something did,
+the first call raises a ``RuntimeError`` that says to import this module first (or restart).
+Setting ``TRITON_INTERPRET=1`` yourself before importing this module forces the interpreter even
+on a GPU machine. Where triton is not installed, :func:`triton_available` is False and
+:func:`triton_attention` raises ``ModuleNotFoundError`` saying so.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+from typing import Any
+
+import torch
+
+from course_utils.tiled import _check_tensors
+
+_LN2 = math.log(2.0)
+_LOG2E = 1.0 / _LN2
+_STATE: dict[str, Any] = {}
+tl: Any = None  # triton.language, bound by _kernel() when triton is first imported
+
+
+def triton_available() -> bool:
+    """True when the ``triton`` package can be imported."""
+    return importlib.util.find_spec("triton") is not None
+
+
+def interpreter_mode() -> bool:
+    """True when kernels run in Triton's CPU interpreter: no CUDA device, or TRITON_INTERPRET=1."""
+    return os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available()
+
+
+if interpreter_mode():
+    os.environ["TRITON_INTERPRET"] = "1"  # before anyone's `import triton` (see the docstring)
+
+
+def _kernel():
+    """Import triton (interpreter first when there is no GPU) and JIT the kernel, once."""
+    if "kernel" not in _STATE:
+        if not triton_available():
+            raise ModuleNotFoundError(
+                "triton is not installed: `pip install triton` (Linux) to run triton_attention; "
+                "course_utils.tiled has the same algorithm in NumPy and PyTorch"
+            )
+        interpret = interpreter_mode()
+        if interpret:
+            os.environ["TRITON_INTERPRET"] = "1"  # must precede the import below
+        import triton
+        import triton.language
+
+        if interpret and type(triton.language.sum).__name__ != "InterpretedFunction":
+            raise RuntimeError(
+                "triton was imported before TRITON_INTERPRET=1 was set, so its kernels cannot run "
+                "on this CPU-only machine: import course_utils.triton_attention before triton "
+                "(or set TRITON_INTERPRET=1), then restart the Python process"
+            )
+
+        # The kernels below are plain functions until now; they name `tl` and `_attention_step`
+        # as module globals, which are rebound here to triton.language and the JIT version.
+        module = globals()
+        module["tl"] = triton.language
+        module["_attention_step"] = triton.jit(_attention_step)
+        _STATE["interpret"] = interpret
+        _STATE["cdiv"] = triton.cdiv
+        _STATE["next_power_of_2"] = triton.next_power_of_2
+        _STATE["kernel"] = triton.jit(_attention_forward_kernel)
+    return _STATE["kernel"]
+
+
+def _attention_step(
+    acc,
+    l_i,
+    m_i,
+    q,
+    k_ptrs,
+    v_ptrs,
+    k_mask,
+    v_mask,
+    offs_m,
+    offs_n,
+    start_n,
+    LQ,
+    LK,
+    qk_scale,
+    MASKED: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """One key/value tile: scores, new running max, rescale, accumulate (log2 domain)."""
+    k = tl.load(k_ptrs, mask=k_mask, other=0.0)  # (D_PAD, BLOCK_N): keys already transposed
+    s = tl.dot(q, k, input_precision=PRECISION) * qk_scale  # scores · log2(e)
+    if MASKED:
+        cols = start_n + offs_n
+        keep = cols[None, :] < LK
+        if CAUSAL:
+            keep = keep & (cols[None, :] <= offs_m[:, None] + (LK - LQ))
+        s = tl.where(keep, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    if MASKED:  # a row that has seen no key yet keeps m = -inf: shift by 0 to avoid inf - inf
+        m_new_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    else:
+        m_new_safe = m_new
+    p = tl.math.exp2(s - m_new_safe[:, None])
+    alpha = tl.math.exp2(m_i - m_new_safe)  # e^(m_old - m_new), in base 2
+    l_i = l_i * alpha + tl.sum(p, 1)
+    v = tl.load(v_ptrs, mask=v_mask, other=0.0)  # (BLOCK_N, D_PAD)
+    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
+    return acc, l_i, m_new
+
+
+def _attention_forward_kernel(
+    Q,
+    K,
+    V,
+    Out,
+    Lse,
+    qk_scale,
+    stride_qb,
+    stride_qm,
+    stride_qd,
+    stride_kb,
+    stride_kn,
+    stride_kd,
+    stride_vb,
+    stride_vn,
+    stride_vd,
+    stride_ob,
+    stride_om,
+    stride_od,
+    LQ,
+    LK,
+    HEAD_DIM: tl.constexpr,
+    D_PAD: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """Program (i, b): query rows [i·BLOCK_M, (i+1)·BLOCK_M) of batch·head b."""
+    start_m = tl.program_id(0) * BLOCK_M
+    b = tl.program_id(1).to(tl.int64)
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, D_PAD)
+    d_ok = offs_d < HEAD_DIM  # the padding of the head dimension
+    row_ok = offs_m < LQ
+    q = tl.load(
+        Q + b * stride_qb + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd,
+        mask=row_ok[:, None] & d_ok[None, :],
+        other=0.0,
+    )
+    k_ptrs = K + b * stride_kb + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd
+    v_ptrs = V + b * stride_vb + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, D_PAD], dtype=tl.float32)
+    # keys [0, full_end): every row of this block sees all of them, so no mask is needed;
+    # keys [full_end, end): the causal diagonal and the ragged end of the keys, masked.
+    if CAUSAL:
+        end = tl.maximum(tl.minimum(LK, start_m + BLOCK_M + LK - LQ), 0)
+        full_end = tl.maximum(tl.minimum(LK, start_m + 1 + LK - LQ), 0) // BLOCK_N * BLOCK_N
+    else:
+        end = LK
+        full_end = LK // BLOCK_N * BLOCK_N
+    for start_n in range(0, full_end, BLOCK_N):
+        acc, l_i, m_i = _attention_step(
+            acc,
+            l_i,
+            m_i,
+            q,
+            k_ptrs + start_n * stride_kn,
+            v_ptrs + start_n * stride_vn,
+            d_ok[:, None],
+            d_ok[None, :],
+            offs_m,
+            offs_n,
+            start_n,
+            LQ,
+            LK,
+            qk_scale,
+            False,
+            CAUSAL,
+            PRECISION,
+        )
+    for start_n in range(full_end, end, BLOCK_N):
+        cols_ok = (start_n + offs_n) < LK
+        acc, l_i, m_i = _attention_step(
+            acc,
+            l_i,
+            m_i,
+            q,
+            k_ptrs + start_n * stride_kn,
+            v_ptrs + start_n * stride_vn,
+            d_ok[:, None] & cols_ok[None, :],
+            cols_ok[:, None] & d_ok[None, :],
+            offs_m,
+            offs_n,
+            start_n,
+            LQ,
+            LK,
+            qk_scale,
+            True,
+            CAUSAL,
+            PRECISION,
+        )
+    seen = l_i > 0.0
+    l_safe = tl.where(seen, l_i, 1.0)
+    out = acc / l_safe[:, None]  # rows that saw no key: acc = 0, so out = 0
+    lse = tl.where(seen, (m_i + tl.math.log2(l_safe)) * 0.6931471805599453, float("-inf"))
+    tl.store(
+        Out + b * stride_ob + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od,
+        out.to(Out.dtype.element_ty),
+        mask=row_ok[:, None] & d_ok[None, :],
+    )
+    tl.store(Lse + b * LQ + offs_m, lse, mask=row_ok)
+
+
+def triton_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    block_m: int | None = None,
+    block_n: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention forward with the Triton kernel: ``(out (..., Lq, d), lse (..., Lq) float32)``.
+
+    ``q (..., Lq, d)``, ``k`` and ``v (..., Lk, d)`` of one dtype (float16, bfloat16 or float32)
+    on the CUDA device when the kernel is compiled, on the CPU in interpreter mode (see the
+    module docstring). ``out = softmax(q kᵀ·scale [+ bottom-right causal mask]) v`` with
+    ``scale = 1/√d`` by default; ``lse`` is the natural log-sum-exp of each row's scores.
+    ``block_m`` and ``block_n`` (powers of two, at least 16) default to 128 × 64 for half
+    precision on a GPU, 64 × 32 for float32, and 32 × 32 in the interpreter.
+    """
+    lq, lk, d, scale = _check_tensors(q, k, v, 16, 16, scale)
+    if q.dtype == torch.float64:
+        raise TypeError("q, k and v must be float16, bfloat16 or float32 for the Triton kernel")
+    if v.shape[-1] != d:
+        raise ValueError(f"v must have the same last axis as q ({d}), got {v.shape[-1]}")
+    kernel = _kernel()
+    interpret = _STATE["interpret"]
+    wanted = "cpu" if interpret else "cuda"
+    if q.device.type != wanted:
+        mode = "Triton's interpreter (no CUDA device)" if interpret else "a CUDA device"
+        raise ValueError(
+            f"q, k and v must be on the {wanted} device to run on {mode}, got {q.device}"
+        )
+    half = q.dtype in (torch.float16, torch.bfloat16)
+    if block_m is None:
+        block_m = 32 if interpret else (128 if half else 64)
+    if block_n is None:
+        block_n = 32 if interpret else (64 if half else 32)
+    for name, value in (("block_m", block_m), ("block_n", block_n)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or value < 16
+            or value & (value - 1)
+        ):
+            raise ValueError(f"{name} must be a power of two of at least 16, got {value!r}")
+
+    dtype = q.dtype
+    if interpret and dtype == torch.bfloat16:  # the interpreter cannot do bfloat16 arithmetic
+        q, k, v = q.float(), k.float(), v.float()
+    q3, k3, v3 = (t.reshape(-1, t.shape[-2], d) for t in (q, k, v))
+    out = torch.empty_like(q3)
+    lse = torch.empty(q3.shape[:2], dtype=torch.float32, device=q.device)
+    grid = (_STATE["cdiv"](lq, block_m), q3.shape[0])
+    options = (
+        {}
+        if interpret
+        else {
+            "num_warps": num_warps or (8 if half and d > 64 else 4),
+            "num_stages": num_stages or (3 if half else 2),
+        }
+    )
+    kernel[grid](
+        q3,
+        k3,
+        v3,
+        out,
+        lse,
+        scale * _LOG2E,
+        *q3.stride(),
+        *k3.stride(),
+        *v3.stride(),
+        *out.stride(),
+        lq,
+        lk,
+        HEAD_DIM=d,
+        D_PAD=max(16, _STATE["next_power_of_2"](d)),
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        CAUSAL=bool(causal),
+        PRECISION="ieee" if q3.dtype == torch.float32 else "tf32",
+        **options,
+    )
+    return out.to(dtype).reshape(q.shape), lse.reshape(q.shape[:-1])

@@ -176,10 +176,9 @@ def pad_sequences(sequences: Sequence[Sequence[int]], pad_id: int) -> torch.Tens
     longest = max(len(s) for s in sequences)
     if longest == 0:
         raise ValueError("sequences must not all be empty")
-    out = torch.full((len(sequences), longest), _check_int(pad_id, "pad_id"), dtype=torch.long)
-    for row, seq in enumerate(sequences):
-        out[row, : len(seq)] = torch.as_tensor(list(seq), dtype=torch.long)
-    return out
+    pad_id = _check_int(pad_id, "pad_id")
+    return torch.tensor([[*seq] + [pad_id] * (longest - len(seq)) for seq in sequences],
+                        dtype=torch.long)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,15 @@ from course_utils.positional import sinusoidal_encoding
 B, T, S, D, H, FF = 3, 5, 7, 16, 4, 32
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny tensors: one thread avoids OpenMP threads spinning on a busy 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _torch_masks(tgt_mask, mem_mask):
     """Course masks (True = real token) → PyTorch's (True = padding), plus its causal mask."""
     return ~tgt_mask, ~mem_mask, torch.ones(T, T, dtype=torch.bool).triu(1)

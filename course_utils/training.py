@@ -1,0 +1,233 @@
+"""Training an encoder–decoder: the warm-up schedule, the loss, the loop, greedy decoding.
+
+The model is anything with the interface of :class:`course_utils.layers.Transformer`::
+
+    memory = model.encode(src, src_padding_mask)                               # (B, S, d)
+    logits = model.decode(tgt_in, memory, src_padding_mask, tgt_padding_mask)  # (B, T, V)
+    logits = model(src, tgt_in, src_padding_mask, tgt_padding_mask)            # both at once
+
+with padding masks (B, L) that are True on real tokens. Batches are
+:class:`course_utils.data.Batch` objects.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Iterable
+from typing import TextIO
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.data import Batch, Vocabulary
+
+
+def warmup_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
+    """The learning rate of "Attention Is All You Need" (eq. 3) at ``step`` (counted from 1):
+
+        lr = scale · d_model^(−1/2) · min(step^(−1/2), step · warmup^(−3/2))
+
+    It rises linearly for ``warmup`` steps, peaks at ``scale · (d_model · warmup)^(−1/2)`` at
+    ``step == warmup``, then decays as 1/√step.
+    """
+    for name, value in (("step", step), ("d_model", d_model), ("warmup", warmup)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive finite number, got {scale}")
+    return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+def warmup_scheduler(
+    optimizer: torch.optim.Optimizer, d_model: int, warmup: int, scale: float = 1.0
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """A ``LambdaLR`` whose learning rate follows :func:`warmup_lr` (step 1 for the first update).
+
+    ``LambdaLR`` multiplies each group's initial lr by the lambda, so every group of
+    ``optimizer`` must be created with ``lr=1.0``.
+    """
+    lrs = [group["lr"] for group in optimizer.param_groups]
+    if any(lr != 1.0 for lr in lrs):
+        raise ValueError(f"create the optimizer with lr=1.0 (the schedule sets it), got {lrs}")
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda i: warmup_lr(i + 1, d_model, warmup, scale)
+    )
+
+
+def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int,
+                  label_smoothing: float = 0.0) -> torch.Tensor:
+    """Mean cross-entropy over the real (non-padding) target positions.
+
+    ``logits`` (B, T, V), ``targets`` (B, T) int64; positions where ``targets == pad_id`` count
+    neither in the sum nor in the mean: loss = −(1/#real) Σ_real log softmax(logits)[target].
+    """
+    if logits.ndim != 3 or targets.shape != logits.shape[:2]:
+        raise ValueError(
+            f"expected logits (B, T, V) and targets (B, T), got {tuple(logits.shape)} "
+            f"and {tuple(targets.shape)}"
+        )
+    if not (targets != pad_id).any():
+        raise ValueError("targets hold only padding: there is nothing to score")
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+        ignore_index=pad_id, label_smoothing=label_smoothing,
+    )
+
+
+class ProgressBar:
+    """A text progress bar written to ``file`` (stdout by default) with carriage returns::
+
+        [##########----------]  50%  500/1000  loss 0.4213  12.3s
+
+    ``update`` redraws at most ``redraws`` times in all, so a notebook's stored output stays
+    small; ``close`` ends the line.
+    """
+
+    def __init__(self, total: int, *, width: int = 30, redraws: int = 50,
+                 file: TextIO | None = None) -> None:
+        if total < 1:
+            raise ValueError(f"total must be at least 1, got {total}")
+        self.total, self.width, self.file = total, width, file or sys.stdout
+        self.every = max(1, total // max(1, redraws))
+        self.start = time.perf_counter()
+
+    def render(self, done: int, message: str = "") -> str:
+        """The bar's text after ``done`` of ``total`` steps (no timing, no carriage return)."""
+        filled = round(self.width * done / self.total)
+        bar = "#" * filled + "-" * (self.width - filled)
+        return f"[{bar}] {100 * done / self.total:3.0f}%  {done}/{self.total}  {message}".rstrip()
+
+    def update(self, done: int, message: str = "") -> None:
+        if done % self.every == 0 or done == self.total:
+            elapsed = time.perf_counter() - self.start
+            print(f"\r{self.render(done, message)}  {elapsed:.1f}s", end="", file=self.file,
+                  flush=True)
+
+    def close(self) -> None:
+        print(file=self.file, flush=True)
+
+
+def train(
+    model: nn.Module,
+    batches: Iterable[Batch],
+    optimizer: torch.optim.Optimizer,
+    n_steps: int,
+    *,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+    label_smoothing: float = 0.0,
+    clip_norm: float | None = 1.0,
+    progress: bool = True,
+) -> list[float]:
+    """Run ``n_steps`` optimiser updates with teacher forcing and return the loss of each step.
+
+    Each step: ``logits = model(src, tgt_in, masks)``, :func:`sequence_loss` against
+    ``tgt_out``, backward, optional gradient-norm clipping, ``optimizer.step()``, then
+    ``scheduler.step()``. ``batches`` is iterated again from the start whenever it runs out
+    (one pass = one epoch). With ``progress`` a :class:`ProgressBar` shows the step and the
+    running loss on stdout.
+    """
+    if isinstance(n_steps, bool) or not isinstance(n_steps, int) or n_steps < 1:
+        raise ValueError(f"n_steps must be a positive int, got {n_steps!r}")
+    model.train()
+    losses: list[float] = []
+    bar = ProgressBar(n_steps) if progress else None
+    step = 0
+    while step < n_steps:
+        empty = True
+        for batch in batches:
+            empty = False
+            logits = model(batch.src, batch.tgt_in, batch.src_padding_mask,
+                           batch.tgt_padding_mask)
+            loss = sequence_loss(logits, batch.tgt_out, batch.pad_id, label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if clip_norm is not None:
+                nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            losses.append(loss.item())
+            step += 1
+            if bar is not None:
+                recent = losses[-20:]
+                bar.update(step, f"loss {sum(recent) / len(recent):.4f}")
+            if step == n_steps:
+                break
+        if empty:
+            raise ValueError("batches yielded no batch")
+    if bar is not None:
+        bar.close()
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def greedy_decode(
+    model: nn.Module,
+    src: torch.Tensor,
+    src_padding_mask: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    max_len: int,
+) -> torch.Tensor:
+    """Translate a batch by always taking the most likely next token.
+
+    Encode ``src`` (B, S) once; start every target with ``<bos>``; for up to ``max_len`` steps
+    run the decoder on the tokens so far and append ``argmax`` of the last position's logits.
+    Rows that have produced ``<eos>`` keep producing ``<eos>``; the loop stops early once all
+    have. Returns (B, 1 + n) int64 ids beginning with ``<bos>``, n ≤ ``max_len``.
+    """
+    if src.ndim != 2 or src_padding_mask.shape != src.shape:
+        raise ValueError(
+            f"expected src (B, S) and src_padding_mask (B, S), got {tuple(src.shape)} and "
+            f"{tuple(src_padding_mask.shape)}"
+        )
+    if max_len < 1:
+        raise ValueError(f"max_len must be at least 1, got {max_len}")
+    was_training = model.training
+    model.eval()
+    memory = model.encode(src, src_padding_mask)
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        logits = model.decode(out, memory, src_padding_mask, torch.ones_like(out, dtype=torch.bool))
+        next_id = logits[:, -1].argmax(dim=-1)
+        next_id = torch.where(finished, torch.full_like(next_id, eos_id), next_id)
+        out = torch.cat([out, next_id[:, None]], dim=1)
+        finished |= next_id == eos_id
+        if finished.all():
+            break
+    model.train(was_training)
+    return out
+
+
+def translate(model: nn.Module, sentences: list[str], vocab: Vocabulary,
+              max_len: int = 20) -> list[str]:
+    """Greedy translations of ``sentences`` (source side encoded with a trailing ``<eos>``)."""
+    if not sentences:
+        raise ValueError("sentences must hold at least one sentence")
+    device = next(model.parameters()).device
+    src = [vocab.encode(s, add_eos=True) for s in sentences]
+    longest = max(len(s) for s in src)
+    src_ids = torch.tensor([s + [vocab.pad_id] * (longest - len(s)) for s in src], device=device)
+    ids = greedy_decode(model, src_ids, src_ids != vocab.pad_id, vocab.bos_id, vocab.eos_id,
+                        max_len)
+    return [vocab.decode(row) for row in ids.cpu()]
+
+
+def exact_match(model: nn.Module, pairs: list[tuple[str, str]], vocab: Vocabulary, *,
+                batch_size: int = 500, max_len: int = 20) -> float:
+    """Fraction of ``(source, target)`` pairs whose greedy translation equals the target exactly."""
+    if not pairs:
+        raise ValueError("pairs must hold at least one pair")
+    correct = 0
+    for start in range(0, len(pairs), batch_size):
+        chunk = pairs[start : start + batch_size]
+        guesses = translate(model, [s for s, _ in chunk], vocab, max_len)
+        correct += sum(g == t for g, (_, t) in zip(guesses, chunk, strict=True))
+    return correct / len(pairs)

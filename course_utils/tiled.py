@@ -391,7 +391,7 @@ _MEMORY_SCRIPT = textwrap.dedent(
     def status_kib(field):
         with open("/proc/self/status") as f:
             return int(re.search(field + r":\\s+(\\d+)", f.read()).group(1))
-    run(*make({n}))  # warm-up at full size: libraries, thread pools and the allocator settle
+    run(*make(256))  # warm-up: load the libraries and start the thread pool
     q, k, v = make({n})
     before = status_kib("VmRSS")
     with open("/proc/self/clear_refs", "w") as f:
@@ -433,8 +433,11 @@ def peak_extra_memory(method: str, n: int, d: int = 64, *, threads: int | None =
         raise RuntimeError("peak_extra_memory needs Linux (/proc/self/clear_refs)")
     threads = threads or torch.get_num_threads()
     script = _MEMORY_SCRIPT.format(method=method, n=n, d=d, threads=threads)
+    # A fixed mmap threshold makes glibc give every large tensor its own mapping, returned to
+    # the system when freed: memory freed earlier cannot hide a peak by being reused.
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=env
     )
     if done.returncode != 0:
         raise RuntimeError(f"measuring {method} at n={n} failed:\n{done.stderr[-2000:]}")

@@ -24,12 +24,14 @@ Where it runs — decided when this module is imported:
   it can be run and checked on any laptop. The interpreter has no
   bfloat16 arithmetic, so bfloat16 inputs are computed in float32 there and cast back.
 
-Because the choice is made before ``import triton``, notebooks and tests can use this module in
-one process — provided nothing imported triton earlier on a CPU-only machine; if something did,
-the first call raises a ``RuntimeError`` that says to import this module first (or restart).
-Setting ``TRITON_INTERPRET=1`` yourself before importing this module forces the interpreter even
-on a GPU machine. Where triton is not installed, :func:`triton_available` is False and
-:func:`triton_attention` raises ``ModuleNotFoundError`` saying so.
+The kernels are JIT-wrapped only on first use, after the variable is set, so this works in one
+process even when something (PyTorch's compiler stack, for one) imported triton earlier. For the
+same reason the kernel uses only builtins (``tl.full``, ``tl.reduce`` with its own combine
+functions): ``tl.zeros``, ``tl.max`` and ``tl.sum`` are JIT functions that triton wraps when it is
+imported, in whichever mode was set then. Setting ``TRITON_INTERPRET=1`` yourself before
+importing this module forces the interpreter even on a GPU machine. Where triton is not
+installed, :func:`triton_available` is False and :func:`triton_attention` raises
+``ModuleNotFoundError`` saying so.
 """
 
 from __future__ import annotations
@@ -77,23 +79,25 @@ def _kernel():
         import triton
         import triton.language
 
-        if interpret and type(triton.language.sum).__name__ != "InterpretedFunction":
-            raise RuntimeError(
-                "triton was imported before TRITON_INTERPRET=1 was set, so its kernels cannot run "
-                "on this CPU-only machine: import course_utils.triton_attention before triton "
-                "(or set TRITON_INTERPRET=1), then restart the Python process"
-            )
-
-        # The kernels below are plain functions until now; they name `tl` and `_attention_step`
-        # as module globals, which are rebound here to triton.language and the JIT version.
+        # The kernels below are plain functions until now; they name `tl` and the helpers as
+        # module globals, which are rebound here to triton.language and the JIT versions.
         module = globals()
         module["tl"] = triton.language
-        module["_attention_step"] = triton.jit(_attention_step)
+        for name in ("_max_combine", "_add_combine", "_attention_step"):
+            module[name] = triton.jit(module[name])
         _STATE["interpret"] = interpret
         _STATE["cdiv"] = triton.cdiv
         _STATE["next_power_of_2"] = triton.next_power_of_2
         _STATE["kernel"] = triton.jit(_attention_forward_kernel)
     return _STATE["kernel"]
+
+
+def _max_combine(a, b):
+    return tl.maximum(a, b)
+
+
+def _add_combine(a, b):
+    return a + b
 
 
 def _attention_step(
@@ -124,14 +128,14 @@ def _attention_step(
         if CAUSAL:
             keep = keep & (cols[None, :] <= offs_m[:, None] + (LK - LQ))
         s = tl.where(keep, s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, 1))
+    m_new = tl.maximum(m_i, tl.reduce(s, 1, _max_combine))
     if MASKED:  # a row that has seen no key yet keeps m = -inf: shift by 0 to avoid inf - inf
         m_new_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
     else:
         m_new_safe = m_new
     p = tl.math.exp2(s - m_new_safe[:, None])
     alpha = tl.math.exp2(m_i - m_new_safe)  # e^(m_old - m_new), in base 2
-    l_i = l_i * alpha + tl.sum(p, 1)
+    l_i = l_i * alpha + tl.reduce(p, 1, _add_combine)
     v = tl.load(v_ptrs, mask=v_mask, other=0.0)  # (BLOCK_N, D_PAD)
     acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
     return acc, l_i, m_new
@@ -181,8 +185,8 @@ def _attention_forward_kernel(
     k_ptrs = K + b * stride_kb + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd
     v_ptrs = V + b * stride_vb + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, D_PAD], dtype=tl.float32)
+    l_i = tl.full([BLOCK_M], 0.0, dtype=tl.float32)
+    acc = tl.full([BLOCK_M, D_PAD], 0.0, dtype=tl.float32)
     # keys [0, full_end): every row of this block sees all of them, so no mask is needed;
     # keys [full_end, end): the causal diagonal and the ragged end of the keys, masked.
     if CAUSAL:

@@ -41,12 +41,9 @@ def qkv(lead, lq, lk, d, dtype=torch.float32, magnitude=1.0, seed=0):
 
 
 def test_triton_is_found_and_the_mode_matches_the_machine():
-    import triton.language
-
     assert triton_available()
     if not torch.cuda.is_available():  # the interpreter was chosen before triton was imported
         assert interpreter_mode() and os.environ["TRITON_INTERPRET"] == "1"
-        assert type(triton.language.sum).__name__ == "InterpretedFunction"
 
 
 @pytest.mark.parametrize(

@@ -120,6 +120,10 @@ def scaled_dot_product_attention(
                          f"v {tuple(v.shape)} do not broadcast") from None
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
+    if scale is not None and (
+        isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale)
+    ):
+        raise ValueError(f"scale must be a finite number or None, got {scale!r}")
     lq, lk = q.shape[-2], k.shape[-2]
     scores_shape = (*batch, lq, lk)
     if mask is not None:

@@ -58,6 +58,19 @@ def test_causal_mask_square_equals_pytorch_square_subsequent_mask() -> None:
     torch.testing.assert_close(attention.causal_mask(6, 6), float_mask == 0)
 
 
+def test_mask_helper_errors() -> None:
+    with pytest.raises(ValueError, match="lq must be >= 0"):
+        attention.causal_mask(-1, 3)
+    with pytest.raises(TypeError, match="lk must be an int"):
+        attention.causal_mask(2, 3.0)
+    with pytest.raises(ValueError, match="lengths must be >= 0"):
+        attention.padding_mask([2, -1])
+    with pytest.raises(TypeError, match="sequence of ints"):
+        attention.padding_mask([2.0, 1.0])
+    with pytest.raises(ValueError, match="shorter than the longest"):
+        attention.padding_mask([2, 5], max_len=4)
+
+
 def test_padding_mask() -> None:
     mask = attention.padding_mask([3, 1, 0], max_len=4)
     expected = torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0]], dtype=torch.bool)
@@ -211,6 +224,8 @@ def test_rows_sum_to_one_or_zero_and_permutation_equivariance(lq, lk, d, seed, c
           "mask": torch.ones(2, 3, 5, dtype=torch.bool)}, ValueError, "does not broadcast"),
         ({"q": torch.randn(3, 4), "k": torch.randn(5, 4), "v": torch.randn(5, 2),
           "dropout_p": 1.0}, ValueError, "dropout_p"),
+        ({"q": torch.randn(3, 4), "k": torch.randn(5, 4), "v": torch.randn(5, 2),
+          "scale": float("nan")}, ValueError, "scale"),
     ],
 )
 def test_sdpa_bad_inputs(kwargs, error, match) -> None:

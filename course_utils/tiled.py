@@ -34,7 +34,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -392,12 +392,14 @@ _MEMORY_SCRIPT = textwrap.dedent(
         with open("/proc/self/status") as f:
             return int(re.search(field + r":\\s+(\\d+)", f.read()).group(1))
     run(*make(256))  # warm-up: load the libraries and start the thread pool
-    q, k, v = make({n})
-    before = status_kib("VmRSS")
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset the peak (VmHWM, what ru_maxrss reports) to the current RSS
-    out = run(q, k, v)
-    print(max(0, status_kib("VmHWM") - before) * 1024)
+    for n in {ns}:
+        q, k, v = make(n)
+        before = status_kib("VmRSS")
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the peak (VmHWM, what ru_maxrss reports) to the current RSS
+        out = run(q, k, v)
+        print(max(0, status_kib("VmHWM") - before) * 1024)
+        del q, k, v, out
     """
 )
 
@@ -413,8 +415,13 @@ def _memory_methods() -> dict:
     }
 
 
-def peak_extra_memory(method: str, n: int, d: int = 64, *, threads: int | None = None) -> int:
+def peak_extra_memory(
+    method: str, n: int | Sequence[int], d: int = 64, *, threads: int | None = None
+) -> int | list[int]:
     """Peak extra bytes one ``(1, 1, n, d)`` float32 attention call needs, in a fresh process.
+
+    Given a list of lengths, one fresh process measures them one after the other (resetting the
+    peak counter before each) and a list comes back.
 
     ``method`` is ``"naive"`` (course_utils.attention), ``"tiled"``
     (:func:`tiled_attention_forward`) or ``"fused"``
@@ -427,12 +434,14 @@ def peak_extra_memory(method: str, n: int, d: int = 64, *, threads: int | None =
     """
     if method not in ("naive", "tiled", "fused"):
         raise ValueError(f"method must be 'naive', 'tiled' or 'fused', got {method!r}")
-    _check_positive_int("n", n)
+    ns = [n] if isinstance(n, (int, np.integer)) and not isinstance(n, bool) else list(n)
+    for value in ns:
+        _check_positive_int("n", value)
     _check_positive_int("d", d)
     if not os.path.exists("/proc/self/clear_refs"):
         raise RuntimeError("peak_extra_memory needs Linux (/proc/self/clear_refs)")
     threads = threads or torch.get_num_threads()
-    script = _MEMORY_SCRIPT.format(method=method, n=n, d=d, threads=threads)
+    script = _MEMORY_SCRIPT.format(method=method, ns=[int(x) for x in ns], d=d, threads=threads)
     # A fixed mmap threshold makes glibc give every large tensor its own mapping, returned to
     # the system when freed: memory freed earlier cannot hide a peak by being reused.
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
@@ -441,7 +450,8 @@ def peak_extra_memory(method: str, n: int, d: int = 64, *, threads: int | None =
     )
     if done.returncode != 0:
         raise RuntimeError(f"measuring {method} at n={n} failed:\n{done.stderr[-2000:]}")
-    return int(done.stdout.split()[-1])
+    measured = [int(line) for line in done.stdout.split()]
+    return measured if len(ns) != 1 or not isinstance(n, (int, np.integer)) else measured[0]
 
 
 # ------------------------------------------------------------------------------ validation

@@ -1,0 +1,128 @@
+"""Attention speed and memory, side by side: naive, PyTorch's fused kernel, the course's tiled one.
+
+    python benchmarks/attention.py            # N = 1,024 … 16,384, d = 64, float32, CPU
+    python benchmarks/attention.py --quick    # N = 512 and 1,024: a smoke run of a few seconds
+
+Memory: the peak extra bytes of one call, each (method, N) in a fresh process
+(``course_utils.tiled.peak_extra_memory``: VmHWM/ru_maxrss after resetting the peak).
+Time: warm-up, then the best of ``--repeats`` calls, the methods interleaved round by round in one
+process so that a busy machine slows all of them alike; quote the ratios. Naive attention is
+skipped above ``--naive-max`` (its N×N matrices take 2 GiB at N = 16,384).
+On a CUDA GPU it also times the Triton kernel and PyTorch's FlashAttention backend in float16
+(batch 4, 16 heads) and reports TFLOP/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+
+from course_utils import tiled
+from course_utils.attention import scaled_dot_product_attention
+
+CPU_METHODS = {
+    "naive": lambda q, k, v: scaled_dot_product_attention(q, k, v)[0],
+    "fused": F.scaled_dot_product_attention,
+    "tiled": lambda q, k, v: tiled.tiled_attention_forward(q, k, v)[0],
+}
+
+
+def time_side_by_side(methods: dict, args: tuple, repeats: int) -> dict[str, float]:
+    """Best wall time of each method; one warm-up each, then rounds that call every method once."""
+    for fn in methods.values():
+        fn(*args)
+    best = dict.fromkeys(methods, float("inf"))
+    for _ in range(repeats):
+        for name, fn in methods.items():
+            start = time.perf_counter()
+            fn(*args)
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def cpu_table(sizes: list[int], d: int, repeats: int, naive_max: int, threads: int) -> None:
+    torch.set_num_threads(threads)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"CPU, float32, batch 1, 1 head, d = {d}, {threads} threads, "
+          f"load average {load:.1f} on {os.cpu_count()} cores at the start")
+    header = (f"{'N':>6} | {'naive s':>8} {'fused s':>8} {'tiled s':>8} | {'naive MiB':>9} "
+              f"{'fused MiB':>9} {'tiled MiB':>9} | {'tiled/fused time':>16} "
+              f"{'naive/tiled mem':>15}")
+    print(header)
+    print("-" * len(header))
+    for n in sizes:
+        names = [m for m in CPU_METHODS if m != "naive" or n <= naive_max]
+        memory = {m: tiled.peak_extra_memory(m, n, d, threads=threads) / 2**20 for m in names}
+        g = torch.Generator().manual_seed(n)
+        q, k, v = (torch.randn(1, 1, n, d, generator=g) for _ in range(3))
+        seconds = time_side_by_side({m: CPU_METHODS[m] for m in names}, (q, k, v), repeats)
+        del q, k, v
+
+        def cell(table, m, fmt):
+            return format(table[m], fmt) if m in table else "skipped"
+
+        ratio_mem = (f"{memory['naive'] / memory['tiled']:>15.0f}" if "naive" in memory
+                     else f"{'-':>15}")
+        print(f"{n:>6} | {cell(seconds, 'naive', '8.3f'):>8} {seconds['fused']:>8.3f} "
+              f"{seconds['tiled']:>8.3f} | {cell(memory, 'naive', '9.1f'):>9} "
+              f"{memory['fused']:>9.1f} {memory['tiled']:>9.1f} | "
+              f"{seconds['tiled'] / seconds['fused']:>16.2f} {ratio_mem}", flush=True)
+    print(f"(naive 2·N²·4 bytes at N = {sizes[-1]}: "
+          f"{tiled.naive_attention_bytes(sizes[-1], sizes[-1]) / 2**20:,.0f} MiB)")
+
+
+def gpu_table(sizes: list[int], d: int, repeats: int) -> None:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from course_utils import triton_attention as ta
+
+    batch, heads = 4, 16
+    print(f"\nGPU {torch.cuda.get_device_name(0)}, float16, batch {batch}, {heads} heads, d = {d}")
+    print(f"{'N':>6} | {'triton TFLOP/s':>14} {'torch flash TFLOP/s':>19} | {'triton/flash':>12}")
+
+    def cuda_time(fn):
+        fn()
+        torch.cuda.synchronize()
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(10):
+                fn()
+            torch.cuda.synchronize()
+            best = min(best, (time.perf_counter() - start) / 10)
+        return best
+
+    for n in sizes:
+        q, k, v = (torch.randn(batch, heads, n, d, device="cuda", dtype=torch.float16)
+                   for _ in range(3))
+        flops = batch * heads * tiled.attention_flops(n, n, d)
+        triton_rate = flops / cuda_time(lambda q=q, k=k, v=v: ta.triton_attention(q, k, v)) / 1e12
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            flash_rate = flops / cuda_time(
+                lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v)) / 1e12
+        ratio = triton_rate / flash_rate
+        print(f"{n:>6} | {triton_rate:>14.1f} {flash_rate:>19.1f} | {ratio:>12.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="N = 512 and 1,024 only")
+    parser.add_argument("--d", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--naive-max", type=int, default=16384,
+                        help="largest N for naive attention (2·N²·4 bytes)")
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    args = parser.parse_args()
+    sizes = [512, 1024] if args.quick else [1024, 2048, 4096, 8192, 16384]
+    repeats = 1 if args.quick else args.repeats
+    cpu_table(sizes, args.d, repeats, args.naive_max, args.threads)
+    if torch.cuda.is_available():
+        gpu_table([1024, 2048] if args.quick else [1024, 2048, 4096, 8192, 16384], args.d, repeats)
+
+
+if __name__ == "__main__":
+    main()

@@ -54,6 +54,7 @@ def lab(tmp_path_factory):
     for plugin, values in {
         "docmanager-extension/plugin": {"autosave": False},
         "apputils-extension/notification": {"fetchNews": "false"},
+        "notebook-extension/tracker": {"windowingMode": "none"},  # every cell in the page
     }.items():
         path = settings / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -174,7 +175,7 @@ def test_a_kernel_started_through_the_server_runs_notebook_00(lab):
     assert all(r == {"status": "ok", "errors": []} for r in replies), replies
 
 
-async def render(url: str, debug_port: int, screenshot: Path) -> dict:
+async def render(url: str, debug_port: int, screenshot: Path, code_cells: int) -> dict:
     """Open ``url`` in the Chromium listening on ``debug_port``; wait for notebook 00's outputs."""
     deadline = time.monotonic() + 30
     while True:
@@ -214,7 +215,9 @@ async def render(url: str, debug_port: int, screenshot: Path) -> dict:
     while time.monotonic() < deadline:
         result = await call("Runtime.evaluate", expression=probe, returnByValue=True)
         state = json.loads(result.get("result", {}).get("value", "{}"))
-        if state.get("outputs", 0) >= 4 and "matches np.linalg.norm" in state.get("text", ""):
+        rendered = state.get("code") == code_cells and state.get("outputs", 0) >= 4
+        text = state.get("text", "")
+        if rendered and "matches np.linalg.norm" in text and "How exercises and checkers" in text:
             break
         await asyncio.sleep(1)
     shot = await call("Page.captureScreenshot", format="png")
@@ -235,15 +238,15 @@ def test_chromium_renders_notebook_00_with_its_outputs(lab):
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     screenshot = tmp / "notebook00.png"
+    code_cells = sum(c.cell_type == "code" for c in nbformat.read(START, as_version=4).cells)
     try:
         url = f"{base}/lab/tree/notebooks/00_start_here.ipynb?token={token}"
-        state = asyncio.run(render(url, debug_port, screenshot))
+        state = asyncio.run(render(url, debug_port, screenshot, code_cells))
     finally:
         stop(browser)
-    code_cells = sum(c.cell_type == "code" for c in nbformat.read(START, as_version=4).cells)
     assert state["code"] == code_cells, state
     assert state["outputs"] >= 4, state
     assert "||(3, 4)|| = 5.0" in state["text"]
-    assert "Transformer Math: start here" in state["text"]
+    assert "Transformer Math: start here" in state["text"]  # markdown rendered too
     assert screenshot.stat().st_size > 20_000
     print(f"screenshot: {screenshot}")

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_utils.attention import MultiHeadAttention
+from course_utils.positional import sinusoidal_encoding
 
 __all__ = [
     "Decoder",
@@ -455,8 +456,6 @@ class Transformer(nn.Module):
         eps: float = 1e-5,
     ):
         super().__init__()
-        from course_utils.positional import sinusoidal_encoding
-
         src_vocab_size = _check_int(src_vocab_size, "src_vocab_size")
         tgt_vocab_size = _check_int(tgt_vocab_size, "tgt_vocab_size")
         if share_embeddings and src_vocab_size != tgt_vocab_size:

@@ -12,8 +12,9 @@ CONSTRAINTS ?=
 JOBS ?= 2
 PIP := $(BIN)/python -m pip install --disable-pip-version-check $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 STAMP := $(VENV)/.installed
-# Stored outputs are always produced on the CPU, with a fixed hash seed.
-RUN_ENV := COURSE_DEVICE=cpu PYTHONHASHSEED=0
+# Stored outputs are produced, and compared, on the CPU with one thread per process (the same
+# floating-point reduction order on any machine; xdist runs two processes) and a fixed hash seed.
+RUN_ENV := COURSE_DEVICE=cpu OMP_NUM_THREADS=1 PYTHONHASHSEED=0
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 
 .PHONY: setup lab test notebooks lint sync
@@ -28,7 +29,7 @@ $(STAMP): requirements.txt pyproject.toml $(CONSTRAINTS)
 	touch $@
 
 lab: $(STAMP)
-	$(RUN_ENV) $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" \
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" \
 		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb \
 		$(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 

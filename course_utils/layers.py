@@ -353,78 +353,68 @@ class DecoderLayer(nn.Module):
         return new
 
 
-class Encoder(nn.Module):
-    """A stack of ``n_layers`` :class:`EncoderLayer` s, then a final :class:`LayerNorm` when
-    ``final_norm`` (default: only for pre-LN, whose last residual sum is otherwise never
-    normalized). ``forward(x, padding_mask)``: ``(B, S, d_model) -> (B, S, d_model)``."""
+class _LayerStack(nn.Module):
+    """``n_layers`` copies of ``layer_type``, then a final :class:`LayerNorm` when ``final_norm``
+    (default: only for pre-LN, whose last residual sum is otherwise never normalized)."""
+
+    layer_type: type[nn.Module]
+    torch_type: type[nn.Module]
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,
                  dropout: float = 0.0, activation: str = "relu", norm_first: bool = False,
                  eps: float = 1e-5, final_norm: bool | None = None):
         super().__init__()
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, eps)
+            self.layer_type(d_model, n_heads, d_ff, dropout, activation, norm_first, eps)
             for _ in range(_check_int(n_layers, "n_layers"))
         )
         final_norm = norm_first if final_norm is None else final_norm
         self.norm = LayerNorm(d_model, eps) if final_norm else None
+
+    @classmethod
+    def from_torch(cls, module: nn.Module) -> _LayerStack:
+        """A copy of the PyTorch stack (its layers and its optional final ``norm``)."""
+        if not isinstance(module, cls.torch_type):
+            name = cls.torch_type.__name__
+            raise TypeError(f"module must be an nn.{name}, got {type(module).__name__}")
+        layers = [cls.layer_type.from_torch(layer) for layer in module.layers]
+        first = layers[0]
+        new = cls(len(layers), first.norm1.d_model, first.self_attn.n_heads,
+                  first.feed_forward.d_ff, final_norm=module.norm is not None)
+        new.layers = nn.ModuleList(layers)
+        if module.norm is not None:
+            new.norm = LayerNorm.from_torch(module.norm)
+        return new.to(first.norm1.weight).train(module.training)
+
+
+class Encoder(_LayerStack):
+    """A stack of :class:`EncoderLayer` s (see :class:`_LayerStack`); ``from_torch`` copies an
+    ``nn.TransformerEncoder``.
+    ``forward(x, padding_mask)``: ``(B, S, d_model) -> (B, S, d_model)``."""
+
+    layer_type = EncoderLayer
+    torch_type = nn.TransformerEncoder
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         for layer in self.layers:
             x = layer(x, padding_mask)
         return x if self.norm is None else self.norm(x)
 
-    @classmethod
-    def from_torch(cls, module: nn.TransformerEncoder) -> Encoder:
-        """A copy of ``nn.TransformerEncoder`` (its layers and its optional final ``norm``)."""
-        if not isinstance(module, nn.TransformerEncoder):
-            raise TypeError(f"module must be an nn.TransformerEncoder, got {type(module).__name__}")
-        layers = [EncoderLayer.from_torch(layer) for layer in module.layers]
-        first = layers[0]
-        new = cls(len(layers), first.norm1.d_model, first.self_attn.n_heads,
-                  first.feed_forward.d_ff, final_norm=module.norm is not None)
-        new.layers = nn.ModuleList(layers)
-        if module.norm is not None:
-            new.norm = LayerNorm.from_torch(module.norm)
-        return new.to(first.norm1.weight).train(module.training)
 
-
-class Decoder(nn.Module):
-    """A stack of ``n_layers`` :class:`DecoderLayer` s (causal), then a final :class:`LayerNorm`
-    when ``final_norm`` (default: only for pre-LN).
+class Decoder(_LayerStack):
+    """A stack of causal :class:`DecoderLayer` s (see :class:`_LayerStack`); ``from_torch`` copies
+    an ``nn.TransformerDecoder``.
     ``forward(x, memory, tgt_padding_mask, memory_padding_mask)``: ``(B, T, d_model)`` and
     ``(B, S, d_model) -> (B, T, d_model)``."""
 
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,
-                 dropout: float = 0.0, activation: str = "relu", norm_first: bool = False,
-                 eps: float = 1e-5, final_norm: bool | None = None):
-        super().__init__()
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, eps)
-            for _ in range(_check_int(n_layers, "n_layers"))
-        )
-        final_norm = norm_first if final_norm is None else final_norm
-        self.norm = LayerNorm(d_model, eps) if final_norm else None
+    layer_type = DecoderLayer
+    torch_type = nn.TransformerDecoder
 
     def forward(self, x: Tensor, memory: Tensor, tgt_padding_mask: Tensor | None = None,
                 memory_padding_mask: Tensor | None = None) -> Tensor:
         for layer in self.layers:
             x = layer(x, memory, tgt_padding_mask, memory_padding_mask)
         return x if self.norm is None else self.norm(x)
-
-    @classmethod
-    def from_torch(cls, module: nn.TransformerDecoder) -> Decoder:
-        """A copy of ``nn.TransformerDecoder`` (its layers and its optional final ``norm``)."""
-        if not isinstance(module, nn.TransformerDecoder):
-            raise TypeError(f"module must be an nn.TransformerDecoder, got {type(module).__name__}")
-        layers = [DecoderLayer.from_torch(layer) for layer in module.layers]
-        first = layers[0]
-        new = cls(len(layers), first.norm1.d_model, first.self_attn.n_heads,
-                  first.feed_forward.d_ff, final_norm=module.norm is not None)
-        new.layers = nn.ModuleList(layers)
-        if module.norm is not None:
-            new.norm = LayerNorm.from_torch(module.norm)
-        return new.to(first.norm1.weight).train(module.training)
 
 
 class Transformer(nn.Module):

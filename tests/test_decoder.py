@@ -228,3 +228,12 @@ def test_transformer_bad_input():
         layers.count_parameters([1, 2])
     with pytest.raises(ValueError, match="activation must be one of"):
         layers.transformer_parameter_count(5, 5, 8, 8, 1, 1, activation="tanh")
+
+
+def test_stacks_refuse_the_wrong_torch_module() -> None:
+    encoder_layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    with pytest.raises(TypeError, match="module must be an nn.TransformerDecoder, got"):
+        encoder = nn.TransformerEncoder(encoder_layer, 1, enable_nested_tensor=False)
+        layers.Decoder.from_torch(encoder)
+    with pytest.raises(TypeError, match="module must be an nn.TransformerEncoder, got Linear"):
+        layers.Encoder.from_torch(nn.Linear(2, 2))

@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from course_utils.validation import check_int
+
 __all__ = [
     "MultiHeadAttention",
     "causal_mask",
@@ -32,14 +34,6 @@ __all__ = [
     "scaled_dot_product_attention",
     "split_heads",
 ]
-
-
-def _check_positive_int(value: object, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def _check_tensor(x: object, name: str) -> Tensor:
@@ -54,8 +48,8 @@ def causal_mask(lq: int, lk: int, device: torch.device | str | None = None) -> T
     ``mask[i, j] = j <= i + (lk - lq)``. For ``lq == lk`` it is the lower triangle including the
     diagonal. For ``lq > lk`` the first ``lq - lk`` query rows see no key at all (fully masked).
     """
-    lq = _check_positive_int(lq, "lq", minimum=0)
-    lk = _check_positive_int(lk, "lk", minimum=0)
+    lq = check_int(lq, "lq", minimum=0)
+    lk = check_int(lk, "lk", minimum=0)
     return torch.ones(lq, lk, dtype=torch.bool, device=device).tril(diagonal=lk - lq)
 
 
@@ -71,7 +65,7 @@ def padding_mask(lengths: Tensor | list[int], max_len: int | None = None) -> Ten
     if (lengths < 0).any():
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
     longest = int(lengths.max()) if lengths.numel() else 0
-    max_len = longest if max_len is None else _check_positive_int(max_len, "max_len", minimum=0)
+    max_len = longest if max_len is None else check_int(max_len, "max_len", minimum=0)
     if max_len < longest:
         raise ValueError(f"max_len={max_len} is shorter than the longest length {longest}")
     return torch.arange(max_len, device=lengths.device)[None, :] < lengths[:, None]
@@ -166,7 +160,7 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
     Head ``i`` gets the feature slice ``[i·d_k, (i+1)·d_k)`` of every token.
     """
     x = _check_tensor(x, "x")
-    n_heads = _check_positive_int(n_heads, "n_heads")
+    n_heads = check_int(n_heads, "n_heads")
     if x.ndim != 3:
         raise ValueError(f"x must have shape (B, N, d_model), got {tuple(x.shape)}")
     b, n, d_model = x.shape
@@ -196,8 +190,8 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0):
         super().__init__()
-        d_model = _check_positive_int(d_model, "d_model")
-        n_heads = _check_positive_int(n_heads, "n_heads")
+        d_model = check_int(d_model, "d_model")
+        n_heads = check_int(n_heads, "n_heads")
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         if not 0.0 <= dropout < 1.0:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from course_utils.validation import check_int
+
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 SPECIAL_TOKENS = (PAD, BOS, EOS)
 
@@ -28,12 +30,6 @@ _ONES = (
 ).split()
 _TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 MAX_NUMBER = 999_999
-
-
-def _check_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    return int(value)
 
 
 def _below_thousand(n: int) -> list[str]:
@@ -59,7 +55,7 @@ def number_to_words(n: int) -> str:
     no hyphens, so every word is one token. Raises ``TypeError`` for a non-integer and
     ``ValueError`` outside the range.
     """
-    n = _check_int(n, "n")
+    n = check_int(n, "n", minimum=None)
     if not 0 <= n <= MAX_NUMBER:
         raise ValueError(f"n must be in [0, {MAX_NUMBER}], got {n}")
     if n == 0:
@@ -73,7 +69,7 @@ def number_to_words(n: int) -> str:
 
 def number_to_digits(n: int) -> str:
     """The source sentence: the decimal digits of ``n`` separated by spaces (``47`` → ``"4 7"``)."""
-    n = _check_int(n, "n")
+    n = check_int(n, "n", minimum=None)
     if not 0 <= n <= MAX_NUMBER:
         raise ValueError(f"n must be in [0, {MAX_NUMBER}], got {n}")
     return " ".join(str(n))
@@ -84,7 +80,7 @@ def number_pairs(n_numbers: int = 10_000) -> list[tuple[str, str]]:
 
     ``number_pairs(3)[2] == ("2", "two")``. ``n_numbers`` must be in [1, 1,000,000].
     """
-    n_numbers = _check_int(n_numbers, "n_numbers")
+    n_numbers = check_int(n_numbers, "n_numbers", minimum=None)
     if not 1 <= n_numbers <= MAX_NUMBER + 1:
         raise ValueError(f"n_numbers must be in [1, {MAX_NUMBER + 1}], got {n_numbers}")
     return [(number_to_digits(n), number_to_words(n)) for n in range(n_numbers)]
@@ -107,7 +103,7 @@ def split_pairs(
         raise ValueError(
             f"test_fraction={test_fraction} leaves {n_test} of {len(pairs)} pairs for the test set"
         )
-    order = np.random.default_rng(_check_int(seed, "seed")).permutation(len(pairs))
+    order = np.random.default_rng(check_int(seed, "seed", minimum=None)).permutation(len(pairs))
     shuffled = [pairs[i] for i in order]
     return shuffled[n_test:], shuffled[:n_test]
 
@@ -157,7 +153,7 @@ class Vocabulary:
             ids = ids.tolist()
         words = []
         for i in ids:
-            i = _check_int(i, "each id")
+            i = check_int(i, "each id", minimum=None)
             if not 0 <= i < len(self.tokens):
                 raise ValueError(f"id {i} is outside the vocabulary [0, {len(self.tokens)})")
             if i == self.eos_id:
@@ -176,7 +172,7 @@ def pad_sequences(sequences: Sequence[Sequence[int]], pad_id: int) -> torch.Tens
     longest = max(len(s) for s in sequences)
     if longest == 0:
         raise ValueError("sequences must not all be empty")
-    pad_id = _check_int(pad_id, "pad_id")
+    pad_id = check_int(pad_id, "pad_id", minimum=None)
     return torch.tensor([[*seq] + [pad_id] * (longest - len(seq)) for seq in sequences],
                         dtype=torch.long)
 
@@ -238,11 +234,10 @@ class BatchLoader:
     ) -> None:
         if len(pairs) == 0:
             raise ValueError("pairs must hold at least one (source, target) pair")
-        if _check_int(batch_size, "batch_size") < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        check_int(batch_size, "batch_size")
         self.pairs, self.vocab = list(pairs), vocab
         self.batch_size, self.shuffle = batch_size, shuffle
-        self._rng = np.random.default_rng(_check_int(seed, "seed"))
+        self._rng = np.random.default_rng(check_int(seed, "seed", minimum=None))
 
     def __len__(self) -> int:
         return -(-len(self.pairs) // self.batch_size)

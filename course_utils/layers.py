@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from course_utils.attention import MultiHeadAttention
 from course_utils.positional import sinusoidal_encoding
+from course_utils.validation import check_int
 
 __all__ = [
     "Decoder",
@@ -29,14 +30,6 @@ __all__ = [
 ]
 
 _ACTIVATIONS = ("relu", "gelu", "swiglu")
-
-
-def _check_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
 
 
 def _check_dropout(p: object) -> float:
@@ -69,7 +62,7 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0):
         super().__init__()
-        self.d_model, self.d_ff = _check_int(d_model, "d_model"), _check_int(d_ff, "d_ff")
+        self.d_model, self.d_ff = check_int(d_model, "d_model"), check_int(d_ff, "d_ff")
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {activation!r}")
         self.activation = activation
@@ -99,7 +92,7 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
-        self.d_model = _check_int(d_model, "d_model")
+        self.d_model = check_int(d_model, "d_model")
         if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps > 0:
             raise ValueError(f"eps must be a positive number, got {eps!r}")
         self.eps = float(eps)
@@ -366,7 +359,7 @@ class _LayerStack(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList(
             self.layer_type(d_model, n_heads, d_ff, dropout, activation, norm_first, eps)
-            for _ in range(_check_int(n_layers, "n_layers"))
+            for _ in range(check_int(n_layers, "n_layers"))
         )
         final_norm = norm_first if final_norm is None else final_norm
         self.norm = LayerNorm(d_model, eps) if final_norm else None
@@ -446,12 +439,12 @@ class Transformer(nn.Module):
         eps: float = 1e-5,
     ):
         super().__init__()
-        src_vocab_size = _check_int(src_vocab_size, "src_vocab_size")
-        tgt_vocab_size = _check_int(tgt_vocab_size, "tgt_vocab_size")
+        src_vocab_size = check_int(src_vocab_size, "src_vocab_size")
+        tgt_vocab_size = check_int(tgt_vocab_size, "tgt_vocab_size")
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError("share_embeddings needs one vocabulary: src_vocab_size="
                              f"{src_vocab_size} differs from tgt_vocab_size={tgt_vocab_size}")
-        self.d_model, self.share_embeddings = _check_int(d_model, "d_model"), share_embeddings
+        self.d_model, self.share_embeddings = check_int(d_model, "d_model"), share_embeddings
         self.src_embed = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embed = self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size,
                                                                               d_model)
@@ -461,7 +454,7 @@ class Transformer(nn.Module):
                                norm_first, eps)
         self.output = nn.Linear(d_model, tgt_vocab_size, bias=False)
         self.dropout = nn.Dropout(_check_dropout(dropout))
-        pe = torch.as_tensor(sinusoidal_encoding(_check_int(max_len, "max_len"), d_model),
+        pe = torch.as_tensor(sinusoidal_encoding(check_int(max_len, "max_len"), d_model),
                              dtype=torch.get_default_dtype())
         self.register_buffer("positional_encoding", pe, persistent=False)
         for p in self.parameters():
@@ -529,11 +522,11 @@ def transformer_parameter_count(
         embeddings = V·d when shared, else V_src·d + V_tgt·d (embedding) + V_tgt·d (output)
         final norms = 2L for pre-LN
     """
-    d, ff = _check_int(d_model, "d_model"), _check_int(d_ff, "d_ff")
-    v_src, v_tgt = (_check_int(src_vocab_size, "src_vocab_size"),
-                    _check_int(tgt_vocab_size, "tgt_vocab_size"))
-    n_enc = _check_int(n_encoder_layers, "n_encoder_layers")
-    n_dec = _check_int(n_decoder_layers, "n_decoder_layers")
+    d, ff = check_int(d_model, "d_model"), check_int(d_ff, "d_ff")
+    v_src, v_tgt = (check_int(src_vocab_size, "src_vocab_size"),
+                    check_int(tgt_vocab_size, "tgt_vocab_size"))
+    n_enc = check_int(n_encoder_layers, "n_encoder_layers")
+    n_dec = check_int(n_decoder_layers, "n_decoder_layers")
     if activation not in _ACTIVATIONS:
         raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {activation!r}")
     if share_embeddings and v_src != v_tgt:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from course_utils.validation import check_int
+
 __all__ = [
     "PowerIterationResult",
     "broadcast_shape",
@@ -82,12 +84,7 @@ def matmul_flops(m: int, k: int, n: int) -> int:
     Each of the m·n outputs takes k multiplications and k additions (counting the first
     addition to zero, the usual convention).
     """
-    for name, value in (("m", m), ("k", k), ("n", n)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        if value < 1:
-            raise ValueError(f"{name} must be at least 1, got {value}")
-    return 2 * int(m) * int(k) * int(n)
+    return 2 * check_int(m, "m") * check_int(k, "k") * check_int(n, "n")
 
 
 def dot(a: ArrayLike, b: ArrayLike) -> float:
@@ -199,10 +196,7 @@ def power_iteration(
     n = a.shape[0]
     if a.shape != (n, n):
         raise ValueError(f"a must be a square matrix (n, n), got shape {a.shape}")
-    if isinstance(max_iters, bool) or not isinstance(max_iters, (int, np.integer)):
-        raise TypeError(f"max_iters must be an int, got {type(max_iters).__name__}")
-    if max_iters < 1:
-        raise ValueError(f"max_iters must be at least 1, got {max_iters}")
+    max_iters = check_int(max_iters, "max_iters")
     if not (isinstance(tol, (int, float)) and 0 < tol < 1):
         raise ValueError(f"tol must be a number in (0, 1), got {tol!r}")
     if v0 is None:

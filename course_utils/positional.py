@@ -23,6 +23,8 @@ import numbers
 
 import numpy as np
 
+from course_utils.validation import check_int
+
 __all__ = [
     "angular_frequencies",
     "relative_position_matrix",
@@ -75,10 +77,7 @@ def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -
     ``PE[pos, 2i] = sin(pos * w_i)`` and ``PE[pos, 2i + 1] = cos(pos * w_i)`` with
     ``w_i = base ** (-2i / d_model)``. ``n_positions = 0`` gives an empty ``(0, d_model)`` table.
     """
-    if isinstance(n_positions, bool) or not isinstance(n_positions, numbers.Integral):
-        raise TypeError(f"n_positions must be an int, got {type(n_positions).__name__}")
-    if n_positions < 0:
-        raise ValueError(f"n_positions must be >= 0, got {n_positions}")
+    n_positions = check_int(n_positions, "n_positions", minimum=0)
     omega = angular_frequencies(d_model, base)
     angles = np.arange(n_positions, dtype=np.float64)[:, None] * omega[None, :]
     pe = np.empty((int(n_positions), int(d_model)), dtype=np.float64)

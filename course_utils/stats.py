@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
+from course_utils.validation import check_int
+
 __all__ = [
     "dot_product_samples",
     "dot_product_variance",
@@ -45,14 +47,6 @@ def _real_array(x: ArrayLike, name: str) -> np.ndarray:
     if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
         raise ValueError(f"{name} must hold finite numbers, got NaN or inf")
     return array
-
-
-def _int(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
 
 
 def _axis_size(array: np.ndarray, axis: int | None) -> int:
@@ -89,7 +83,7 @@ def variance(x: ArrayLike, ddof: int = 0, axis: int | None = None) -> float | np
     must be positive. Shapes as in :func:`mean`.
     """
     array = _real_array(x, "x")
-    ddof = _int(ddof, "ddof", 0)
+    ddof = check_int(ddof, "ddof", 0)
     n = _axis_size(array, axis)
     if n - ddof <= 0:
         raise ValueError(f"ddof={ddof} needs more than {ddof} values per statistic, got n={n}")
@@ -149,7 +143,7 @@ def sample_categorical(
     ``rng`` is a NumPy Generator or a seed for ``np.random.default_rng``.
     """
     p = _probabilities(probs)
-    n = _int(n, "n", 1)
+    n = check_int(n, "n", 1)
     cdf = np.cumsum(p)
     u = np.random.default_rng(rng).random(n) * cdf[-1]  # cdf[-1] is 1 up to rounding
     return np.searchsorted(cdf, u, side="right").astype(np.int64)
@@ -167,7 +161,7 @@ def empirical_frequencies(samples: ArrayLike, n_categories: int) -> np.ndarray:
         raise TypeError(f"samples must be integer category indices, got dtype {s.dtype}")
     if s.ndim != 1:
         raise ValueError(f"samples must be a vector (1-D), got shape {s.shape}")
-    n_categories = _int(n_categories, "n_categories", 1)
+    n_categories = check_int(n_categories, "n_categories", 1)
     if s.min() < 0 or s.max() >= n_categories:
         raise ValueError(
             f"samples must lie in [0, {n_categories}), got values from {s.min()} to {s.max()}"
@@ -188,8 +182,8 @@ def dot_product_samples(
     variance :math:`d_k`; with ``scaled=True`` it is divided by :math:`\sqrt{d_k}` (as in
     attention) and has variance 1. Returns float64 (n_samples,).
     """
-    d_k = _int(d_k, "d_k", 1)
-    n_samples = _int(n_samples, "n_samples", 1)
+    d_k = check_int(d_k, "d_k", 1)
+    n_samples = check_int(n_samples, "n_samples", 1)
     generator = np.random.default_rng(rng)
     rows = max(1, _CHUNK_ELEMENTS // d_k)
     chunks = []
@@ -218,7 +212,7 @@ def dot_product_variance(
         raise TypeError(f"d_ks must be a sequence of ints, got {type(d_ks).__name__}")
     if len(d_ks) == 0:
         raise ValueError("d_ks must not be empty")
-    n_samples = _int(n_samples, "n_samples", 2)
+    n_samples = check_int(n_samples, "n_samples", 2)
     generator = np.random.default_rng(rng)
     return np.array(
         [

@@ -40,6 +40,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
+from course_utils.validation import check_int
+
 _HALF = (torch.float16, torch.bfloat16)
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -54,7 +56,7 @@ def attention_flops(lq: int, lk: int, d: int, d_v: int | None = None) -> int:
     """
     d_v = d if d_v is None else d_v
     for name, value in (("lq", lq), ("lk", lk), ("d", d), ("d_v", d_v)):
-        _check_positive_int(name, value)
+        check_int(value, name)
     return 2 * lq * lk * (d + d_v)
 
 
@@ -64,7 +66,7 @@ def naive_attention_bytes(lq: int, lk: int, itemsize: int = 4) -> int:
     ``2·Lq·Lk·itemsize``: about 2 GiB for ``N = 16,384`` in float32 (itemsize 4).
     """
     for name, value in (("lq", lq), ("lk", lk), ("itemsize", itemsize)):
-        _check_positive_int(name, value)
+        check_int(value, name)
     return 2 * lq * lk * itemsize
 
 
@@ -169,7 +171,7 @@ def visited_tiles(lq: int, lk: int, block_q: int, block_k: int, causal: bool = F
     are skipped.
     """
     for name, value in (("lq", lq), ("lk", lk), ("block_q", block_q), ("block_k", block_k)):
-        _check_positive_int(name, value)
+        check_int(value, name)
     grid = np.zeros((-(-lq // block_q), -(-lk // block_k)), dtype=bool)
     for q_start, _, key_tiles in _tiles(lq, lk, block_q, block_k, causal):
         for k_start, _, _ in key_tiles:
@@ -471,8 +473,8 @@ def peak_extra_memory(
         raise ValueError(f"method must be 'naive', 'tiled' or 'fused', got {method!r}")
     ns = [n] if isinstance(n, (int, np.integer)) and not isinstance(n, bool) else list(n)
     for value in ns:
-        _check_positive_int("n", value)
-    _check_positive_int("d", d)
+        check_int(value, "n")
+    check_int(d, "d")
     if not os.path.exists("/proc/self/clear_refs"):
         raise RuntimeError("peak_extra_memory needs Linux (/proc/self/clear_refs)")
     threads = threads or torch.get_num_threads()
@@ -499,13 +501,6 @@ def _hidden(
     return cols > rows + (lk - lq)
 
 
-def _check_positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-
-
 def _as_float_vector(name: str, x: object) -> np.ndarray:
     array = np.asarray(x, dtype=np.float64)
     if array.ndim != 1 or array.size == 0:
@@ -519,8 +514,8 @@ def _check_shapes(
     q_shape, k_shape, v_shape, block_q, block_k, scale
 ) -> tuple[int, int, int, float]:
     """Check q (..., Lq, d), k (..., Lk, d), v (..., Lk, d_v); return Lq, Lk, d and the scale."""
-    _check_positive_int("block_q", block_q)
-    _check_positive_int("block_k", block_k)
+    check_int(block_q, "block_q")
+    check_int(block_k, "block_k")
     for name, shape in (("q", q_shape), ("k", k_shape), ("v", v_shape)):
         if len(shape) < 2:
             raise ValueError(f"{name} must have shape (..., length, dim), got {tuple(shape)}")

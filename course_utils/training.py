@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.data import Batch, Vocabulary
+from course_utils.validation import check_int
 
 
 def warmup_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
@@ -34,10 +35,7 @@ def warmup_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float
     ``step == warmup``, then decays as 1/√step.
     """
     for name, value in (("step", step), ("d_model", d_model), ("warmup", warmup)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        if value < 1:
-            raise ValueError(f"{name} must be at least 1, got {value}")
+        check_int(value, name)
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive finite number, got {scale}")
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)

@@ -59,7 +59,7 @@ def test_causal_mask_square_equals_pytorch_square_subsequent_mask() -> None:
 
 
 def test_mask_helper_errors() -> None:
-    with pytest.raises(ValueError, match="lq must be >= 0"):
+    with pytest.raises(ValueError, match="lq must be at least 0"):
         attention.causal_mask(-1, 3)
     with pytest.raises(TypeError, match="lk must be an int"):
         attention.causal_mask(2, 3.0)

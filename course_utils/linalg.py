@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from course_utils.validation import check_int
+from course_utils.validation import check_int, real_array
 
 __all__ = [
     "PowerIterationResult",
@@ -27,25 +27,6 @@ __all__ = [
     "matmul_loops",
     "power_iteration",
 ]
-
-
-def _real_array(x: ArrayLike, name: str, ndim: int, what: str) -> np.ndarray:
-    """``x`` as a finite, non-empty, real NumPy array with ``ndim`` axes, or a clear error."""
-    try:
-        array = np.asarray(x)
-    except (ValueError, TypeError) as error:  # ragged nested lists
-        raise ValueError(f"{name} must be a {what} of numbers, got {x!r:.60}") from error
-    if array.dtype.kind not in "iuf":
-        raise TypeError(
-            f"{name} must hold real numbers (integer or float), got dtype {array.dtype}"
-        )
-    if array.ndim != ndim:
-        raise ValueError(f"{name} must be a {what} ({ndim}-D), got shape {array.shape}")
-    if array.size == 0:
-        raise ValueError(f"{name} must not be empty, got shape {array.shape}")
-    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} must hold finite numbers, got NaN or inf")
-    return array
 
 
 def matmul_loops(a: ArrayLike, b: ArrayLike) -> np.ndarray:
@@ -59,8 +40,8 @@ def matmul_loops(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     for that dtype raises ``OverflowError`` where ``@`` would silently wrap around. Every size
     must be at least 1.
     """
-    a = _real_array(a, "a", 2, "matrix")
-    b = _real_array(b, "b", 2, "matrix")
+    a = real_array(a, "a", 2, "matrix")
+    b = real_array(b, "b", 2, "matrix")
     (m, k), (k_b, n) = a.shape, b.shape
     if k != k_b:
         raise ValueError(
@@ -93,8 +74,8 @@ def dot(a: ArrayLike, b: ArrayLike) -> float:
     Shapes: ``a`` and ``b`` are (d,). Returns a Python ``int`` for integer inputs (exact) and a
     ``float`` otherwise.
     """
-    a = _real_array(a, "a", 1, "vector")
-    b = _real_array(b, "b", 1, "vector")
+    a = real_array(a, "a", 1, "vector")
+    b = real_array(b, "b", 1, "vector")
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same length, got {a.shape} and {b.shape}")
     return sum(x * y for x, y in zip(a.tolist(), b.tolist(), strict=True))
@@ -109,8 +90,8 @@ def cosine_similarity(a: ArrayLike, b: ArrayLike) -> float:
     Each vector is first divided by its largest absolute entry (which leaves the angle
     unchanged), so very large or very small entries neither overflow nor underflow.
     """
-    a = _real_array(a, "a", 1, "vector").astype(np.float64)
-    b = _real_array(b, "b", 1, "vector").astype(np.float64)
+    a = real_array(a, "a", 1, "vector").astype(np.float64)
+    b = real_array(b, "b", 1, "vector").astype(np.float64)
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same length, got {a.shape} and {b.shape}")
     for name, v in (("a", a), ("b", b)):
@@ -192,7 +173,7 @@ def power_iteration(
     with ``converged=False``. If ``A v`` is exactly zero, v is an eigenvector with eigenvalue
     0 and is returned as converged (the dominant pair only when every eigenvalue is 0).
     """
-    a = _real_array(a, "a", 2, "square matrix").astype(np.float64)
+    a = real_array(a, "a", 2, "square matrix").astype(np.float64)
     n = a.shape[0]
     if a.shape != (n, n):
         raise ValueError(f"a must be a square matrix (n, n), got shape {a.shape}")
@@ -202,7 +183,7 @@ def power_iteration(
     if v0 is None:
         v = np.random.default_rng(seed).standard_normal(n)
     else:
-        v = _real_array(v0, "v0", 1, "vector").astype(np.float64)
+        v = real_array(v0, "v0", 1, "vector").astype(np.float64)
         if v.shape != (n,):
             raise ValueError(f"v0 must have shape ({n},) to match a, got {v.shape}")
         if not np.any(v):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from course_utils.validation import check_int
+from course_utils.validation import check_int, real_array
 
 __all__ = [
     "dot_product_samples",
@@ -30,23 +30,6 @@ __all__ = [
 
 # Rows of (q, k) pairs drawn at once by the simulation: bounds its memory to a few MB.
 _CHUNK_ELEMENTS = 1 << 18
-
-
-def _real_array(x: ArrayLike, name: str) -> np.ndarray:
-    """``x`` as a finite, non-empty NumPy array of real numbers, or a clear error."""
-    try:
-        array = np.asarray(x)
-    except (ValueError, TypeError) as error:  # ragged nested lists
-        raise ValueError(f"{name} must be an array of numbers, got {x!r:.60}") from error
-    if array.dtype.kind not in "iuf":
-        raise TypeError(
-            f"{name} must hold real numbers (integer or float), got dtype {array.dtype}"
-        )
-    if array.size == 0:
-        raise ValueError(f"{name} must not be empty, got shape {array.shape}")
-    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} must hold finite numbers, got NaN or inf")
-    return array
 
 
 def _axis_size(array: np.ndarray, axis: int | None) -> int:
@@ -70,7 +53,7 @@ def mean(x: ArrayLike, axis: int | None = None) -> float | np.ndarray:
     Shapes: over all entries when ``axis`` is None (returns a ``float``), else over that axis
     (returns an array with the axis removed).
     """
-    array = _real_array(x, "x")
+    array = real_array(x, "x")
     n = _axis_size(array, axis)
     return _result(np.sum(array, axis=axis, dtype=np.float64) / n)
 
@@ -82,7 +65,7 @@ def variance(x: ArrayLike, ddof: int = 0, axis: int | None = None) -> float | np
     unbiased sample variance (``torch.var``'s default, ``statistics.variance``). ``n - ddof``
     must be positive. Shapes as in :func:`mean`.
     """
-    array = _real_array(x, "x")
+    array = real_array(x, "x")
     ddof = check_int(ddof, "ddof", 0)
     n = _axis_size(array, axis)
     if n - ddof <= 0:
@@ -110,7 +93,7 @@ def standardize(x: ArrayLike, axis: int | None = -1, eps: float = 0.0) -> np.nda
     Returns float64 of the same shape. A constant slice has no spread: with ``eps=0`` it raises
     ``ValueError``; pass ``eps > 0`` (LayerNorm uses 1e-5) to map it to zeros instead.
     """
-    array = _real_array(x, "x")
+    array = real_array(x, "x")
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < math.inf:
         raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
     mu = np.mean(array, axis=axis, dtype=np.float64, keepdims=True)
@@ -122,7 +105,7 @@ def standardize(x: ArrayLike, axis: int | None = -1, eps: float = 0.0) -> np.nda
 
 
 def _probabilities(probs: ArrayLike) -> np.ndarray:
-    p = _real_array(probs, "probs").astype(np.float64)
+    p = real_array(probs, "probs").astype(np.float64)
     if p.ndim != 1:
         raise ValueError(f"probs must be a vector (1-D), got shape {p.shape}")
     if np.any(p < 0):
@@ -156,7 +139,7 @@ def empirical_frequencies(samples: ArrayLike, n_categories: int) -> np.ndarray:
     (n_categories,) summing to 1. By the law of large numbers it tends to the true
     probabilities as n grows.
     """
-    s = _real_array(samples, "samples")
+    s = real_array(samples, "samples")
     if s.dtype.kind == "f":
         raise TypeError(f"samples must be integer category indices, got dtype {s.dtype}")
     if s.ndim != 1:

@@ -120,6 +120,32 @@ class LayerNorm(nn.Module):
         return new
 
 
+def _check_padding_mask(mask: object, shape: tuple[int, ...], name: str) -> Tensor | None:
+    if mask is None:
+        return None
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+        raise TypeError(f"{name} must be a boolean tensor (True = real token)")
+    if tuple(mask.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(mask.shape)}")
+    return mask
+
+
+def _check_sequence(x: object, d_model: int, name: str) -> Tensor:
+    if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != d_model:
+        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+        raise ValueError(f"{name} must be a tensor of shape (B, L, d_model={d_model}), got {shape}")
+    return x
+
+
+def _copy_feed_forward(feed_forward: FeedForward, module: nn.Module) -> None:
+    """Copy a PyTorch layer's ``linear1`` and ``linear2`` (weights and biases) into ours."""
+    with torch.no_grad():
+        for mine, theirs in ((feed_forward.linear1, module.linear1),
+                             (feed_forward.linear2, module.linear2)):
+            mine.weight.copy_(theirs.weight)
+            mine.bias.copy_(theirs.bias)
+
+
 class EncoderLayer(nn.Module):
     """One Transformer encoder layer: self-attention and feed-forward, each with a residual.
 
@@ -161,17 +187,8 @@ class EncoderLayer(nn.Module):
         return self.dropout1(self.self_attn(x, x, x, key_padding_mask=padding_mask)[0])
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
-        d_model = self.norm1.d_model
-        if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != d_model:
-            shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-            raise ValueError(f"x must be a tensor of shape (B, N, d_model={d_model}), got {shape}")
-        if padding_mask is not None and (
-            not isinstance(padding_mask, Tensor) or padding_mask.dtype != torch.bool
-        ):
-            raise TypeError("padding_mask must be a boolean tensor (True = real token)")
-        if padding_mask is not None and padding_mask.shape != x.shape[:2]:
-            raise ValueError(f"padding_mask must have shape (B, N) = {tuple(x.shape[:2])}, got "
-                             f"{tuple(padding_mask.shape)}")
+        x = _check_sequence(x, self.norm1.d_model, "x")
+        padding_mask = _check_padding_mask(padding_mask, x.shape[:2], "padding_mask")
         if self.norm_first:
             x = x + self._attend(self.norm1(x), padding_mask)
             return x + self.dropout2(self.feed_forward(self.norm2(x)))
@@ -201,33 +218,12 @@ class EncoderLayer(nn.Module):
         new.self_attn = attn
         new.norm1 = LayerNorm.from_torch(module.norm1)
         new.norm2 = LayerNorm.from_torch(module.norm2)
-        with torch.no_grad():
-            for mine, theirs in ((new.feed_forward.linear1, module.linear1),
-                                 (new.feed_forward.linear2, module.linear2)):
-                mine.weight.copy_(theirs.weight)
-                mine.bias.copy_(theirs.bias)
+        _copy_feed_forward(new.feed_forward, module)
         new.train(module.training)
         return new
 
 
 # --- The decoder side and the full encoder–decoder model ------------------------------------
-
-
-def _check_padding_mask(mask: object, shape: tuple[int, ...], name: str) -> Tensor | None:
-    if mask is None:
-        return None
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-        raise TypeError(f"{name} must be a boolean tensor (True = real token)")
-    if tuple(mask.shape) != tuple(shape):
-        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(mask.shape)}")
-    return mask
-
-
-def _check_sequence(x: object, d_model: int, name: str) -> Tensor:
-    if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != d_model:
-        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-        raise ValueError(f"{name} must be a tensor of shape (B, L, d_model={d_model}), got {shape}")
-    return x
 
 
 class DecoderLayer(nn.Module):
@@ -337,11 +333,7 @@ class DecoderLayer(nn.Module):
         new.norm1 = LayerNorm.from_torch(module.norm1)
         new.norm2 = LayerNorm.from_torch(module.norm2)
         new.norm3 = LayerNorm.from_torch(module.norm3)
-        with torch.no_grad():
-            for mine, theirs in ((new.feed_forward.linear1, module.linear1),
-                                 (new.feed_forward.linear2, module.linear2)):
-                mine.weight.copy_(theirs.weight)
-                mine.bias.copy_(theirs.bias)
+        _copy_feed_forward(new.feed_forward, module)
         new.train(module.training)
         return new
 

@@ -146,6 +146,25 @@ def _copy_feed_forward(feed_forward: FeedForward, module: nn.Module) -> None:
             mine.bias.copy_(theirs.bias)
 
 
+def _check_torch_layer(module: nn.Module, torch_type: type[nn.Module]) -> str:
+    """What ``from_torch`` can copy: a batch-first ``torch_type`` with biases and an exact ReLU or
+    GELU activation (function or module). Returns the activation's name."""
+    if not isinstance(module, torch_type):
+        raise TypeError(f"module must be an nn.{torch_type.__name__}, got {type(module).__name__}")
+    if not module.self_attn.batch_first:
+        raise ValueError("module must be built with batch_first=True")
+    act = module.activation
+    if act is F.relu or isinstance(act, nn.ReLU):
+        activation = "relu"
+    elif act is F.gelu or (isinstance(act, nn.GELU) and act.approximate == "none"):
+        activation = "gelu"
+    else:
+        raise ValueError("module's activation must be ReLU or GELU (F.relu / F.gelu)")
+    if module.linear1.bias is None:
+        raise ValueError("module must be built with bias=True")
+    return activation
+
+
 class EncoderLayer(nn.Module):
     """One Transformer encoder layer: self-attention and feed-forward, each with a residual.
 
@@ -201,16 +220,7 @@ class EncoderLayer(nn.Module):
 
         Its ``src_key_padding_mask`` means True = padding; pass ``~mask`` to this layer.
         """
-        if not isinstance(module, nn.TransformerEncoderLayer):
-            raise TypeError("module must be an nn.TransformerEncoderLayer, got "
-                            f"{type(module).__name__}")
-        if not module.self_attn.batch_first:
-            raise ValueError("module must be built with batch_first=True")
-        activation = {1: "relu", 2: "gelu"}.get(module.activation_relu_or_gelu)
-        if activation is None:
-            raise ValueError("module's activation must be ReLU or GELU (F.relu / F.gelu)")
-        if module.linear1.bias is None:
-            raise ValueError("module must be built with bias=True")
+        activation = _check_torch_layer(module, nn.TransformerEncoderLayer)
         attn = MultiHeadAttention.from_torch(module.self_attn)
         new = cls(attn.d_model, attn.n_heads, module.linear1.out_features, module.dropout.p,
                   activation, module.norm_first, module.norm1.eps)
@@ -314,16 +324,7 @@ class DecoderLayer(nn.Module):
         ``memory_key_padding_mask`` are ``~`` of this layer's, and its causal ``tgt_mask`` is
         ``nn.Transformer.generate_square_subsequent_mask(T)`` (−inf above the diagonal).
         """
-        if not isinstance(module, nn.TransformerDecoderLayer):
-            raise TypeError("module must be an nn.TransformerDecoderLayer, got "
-                            f"{type(module).__name__}")
-        if not module.self_attn.batch_first:
-            raise ValueError("module must be built with batch_first=True")
-        activation = {F.relu: "relu", F.gelu: "gelu"}.get(module.activation)
-        if activation is None:
-            raise ValueError("module's activation must be ReLU or GELU (F.relu / F.gelu)")
-        if module.linear1.bias is None:
-            raise ValueError("module must be built with bias=True")
+        activation = _check_torch_layer(module, nn.TransformerDecoderLayer)
         self_attn = MultiHeadAttention.from_torch(module.self_attn)
         new = cls(self_attn.d_model, self_attn.n_heads, module.linear1.out_features,
                   module.dropout.p, activation, module.norm_first, module.norm1.eps)

@@ -11,15 +11,6 @@ from course_utils.positional import sinusoidal_encoding
 B, T, S, D, H, FF = 3, 5, 7, 16, 4, 32
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one thread avoids OpenMP threads spinning on a busy 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _torch_masks(tgt_mask, mem_mask):
     """Course masks (True = real token) → PyTorch's (True = padding), plus its causal mask."""
     return ~tgt_mask, ~mem_mask, torch.ones(T, T, dtype=torch.bool).triu(1)
@@ -237,3 +228,17 @@ def test_stacks_refuse_the_wrong_torch_module() -> None:
         layers.Decoder.from_torch(encoder)
     with pytest.raises(TypeError, match="module must be an nn.TransformerEncoder, got Linear"):
         layers.Encoder.from_torch(nn.Linear(2, 2))
+
+
+def test_from_torch_reads_activation_functions_and_modules_alike() -> None:
+    x, memory = torch.randn(2, 3, 8), torch.randn(2, 4, 8)
+    for activation in (nn.GELU(), nn.ReLU()):
+        ref = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, activation=activation,
+                                         batch_first=True).eval()
+        mine = layers.DecoderLayer.from_torch(ref)
+        causal = torch.ones(3, 3, dtype=torch.bool).triu(1)
+        torch.testing.assert_close(mine(x, memory), ref(x, memory, tgt_mask=causal))
+    tanh_gelu = nn.TransformerEncoderLayer(8, 2, 16, activation=nn.GELU(approximate="tanh"),
+                                           batch_first=True)
+    with pytest.raises(ValueError, match="ReLU or GELU"):
+        layers.EncoderLayer.from_torch(tanh_gelu)

@@ -10,6 +10,8 @@ from importlib import metadata
 
 import numpy as np
 
+from course_utils.validation import check_int
+
 DEVICE_ENV_VAR = "COURSE_DEVICE"
 KNOWN_DEVICES = ("cuda", "mps", "cpu")
 
@@ -53,8 +55,7 @@ def seed_everything(seed: int) -> np.random.Generator:
 
     Returns a fresh ``np.random.default_rng(seed)``, the generator the notebooks use.
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    seed = check_int(seed, "seed", minimum=None)
     if not 0 <= seed < 2**32:
         raise ValueError(f"seed must be in [0, 2**32), got {seed}")
     import torch

@@ -11,15 +11,6 @@ from torch import nn
 from course_utils import data, layers, training
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one thread avoids OpenMP threads spinning on a busy 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize(("step", "expected"), [
     (1, 512**-0.5 * 4000**-1.5),
     (4000, 512**-0.5 * 4000**-0.5),  # the peak, where both branches meet

@@ -3,6 +3,7 @@
 #   make test       unit tests + every notebook executed by nbval, outputs compared
 #   make notebooks  re-execute every notebook in place from a fresh kernel (refreshes outputs)
 #   make lint       ruff over the package, tests, tools, benchmarks and notebooks
+#   make explore    the property tests with fresh random examples (make test's are fixed)
 # CONSTRAINTS=path pins versions (CI uses .ci/constraints.txt); JOBS sets pytest-xdist workers.
 
 PYTHON ?= python3
@@ -17,7 +18,7 @@ STAMP := $(VENV)/.installed
 RUN_ENV := COURSE_DEVICE=cpu OMP_NUM_THREADS=1 PYTHONHASHSEED=0
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 
-.PHONY: setup lab test notebooks lint sync
+.PHONY: setup lab test notebooks lint sync explore
 
 setup: $(STAMP)
 
@@ -41,6 +42,10 @@ notebooks: $(STAMP)
 	$(RUN_ENV) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
 		$(if $(NB),$(NB),$(NOTEBOOKS))
+
+explore: $(STAMP)
+	HYPOTHESIS_PROFILE=explore $(RUN_ENV) $(BIN)/python -m pytest -n $(JOBS) \
+		$(shell grep -l "^from hypothesis" tests/test_*.py)
 
 lint: $(STAMP)
 	$(BIN)/ruff check course_utils tests tools benchmarks notebooks

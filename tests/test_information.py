@@ -6,7 +6,7 @@ import scipy.special
 import scipy.stats
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -60,10 +60,15 @@ def test_match_scipy(pq):
 
 @settings(max_examples=50, deadline=None)
 @given(pq=pairs())
+@example(pq=(np.array([2.2250738585e-311, 1.0]), np.array([2.3171711e-302, 1.0])))  # found by CI
 def test_gibbs_inequality_and_decomposition(pq):
     p, q = pq
     kl = kl_divergence(p, q)
-    assert kl >= 0
+    # Gibbs' inequality holds for exact distributions; normalised floats are distributions only to
+    # within rounding. p = [2e-311, 1], q = [2e-302, 1] gives KL = -5e-310 (exact for those floats:
+    # the mass 2e-302 that q moves off its second entry is lost when 1 - 2e-302 rounds to 1).
+    # The slack covers such rounding; any real error (a sign, a swapped argument) is far larger.
+    assert kl >= -1e-12
     assert cross_entropy(p, q) >= entropy(p) - 1e-12  # Gibbs' inequality
     if np.isfinite(kl):
         np.testing.assert_allclose(cross_entropy(p, q), entropy(p) + kl, rtol=1e-10, atol=1e-12)

@@ -2,6 +2,7 @@
 
     python benchmarks/attention.py            # N = 1,024 … 16,384, d = 64, float32, CPU
     python benchmarks/attention.py --quick    # N = 512 and 1,024: a smoke run of a few seconds
+    python benchmarks/attention.py --tiles    # tiled forward and backward against the tile size
 
 Memory: the peak extra bytes of one call, each (method, N) in a fresh process
 (``course_utils.tiled.peak_extra_memory``: VmHWM/ru_maxrss after resetting the peak).
@@ -75,6 +76,32 @@ def cpu_table(sizes: list[int], d: int, repeats: int, naive_max: int, threads: i
           f"{tiled.naive_attention_bytes(sizes[-1], sizes[-1]) / 2**20:,.0f} MiB)")
 
 
+def tile_table(n: int, d: int, repeats: int, threads: int) -> None:
+    """Tiled forward and backward times for several tile sizes, as ratios to the defaults."""
+    torch.set_num_threads(threads)
+    g = torch.Generator().manual_seed(n)
+    q, k, v, grad_out = (torch.randn(1, 1, n, d, generator=g) for _ in range(4))
+    out, lse = tiled.tiled_attention_forward(q, k, v)
+    default = (tiled.BLOCK_Q, tiled.BLOCK_K)
+    tiles = sorted({default, (128, 128), (128, 2048), (256, 1024), (512, 512), (1024, 1024)})
+    tiles = [t for t in tiles if t[0] <= n and t[1] <= n]
+    forward = time_side_by_side(
+        {t: lambda q, k, v, t=t: tiled.tiled_attention_forward(q, k, v, block_q=t[0],
+                                                               block_k=t[1]) for t in tiles},
+        (q, k, v), repeats)
+    backward = time_side_by_side(
+        {t: lambda q, k, v, t=t: tiled.tiled_attention_backward(
+            q, k, v, out, lse, grad_out, block_q=t[0], block_k=t[1]) for t in tiles},
+        (q, k, v), repeats)
+    print(f"\nTiled attention against the tile size: N = {n}, d = {d}, {threads} threads "
+          f"(ratios to the default {default[0]} × {default[1]}, lower is faster)")
+    print(f"{'block_q × block_k':>17} | {'forward s':>9} {'ratio':>6} | "
+          f"{'backward s':>10} {'ratio':>6}")
+    for t in tiles:
+        print(f"{f'{t[0]} × {t[1]}':>17} | {forward[t]:>9.3f} {forward[t] / forward[default]:>6.2f}"
+              f" | {backward[t]:>10.3f} {backward[t] / backward[default]:>6.2f}", flush=True)
+
+
 def gpu_table(sizes: list[int], d: int, repeats: int) -> None:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -116,9 +143,14 @@ def main() -> None:
     parser.add_argument("--naive-max", type=int, default=16384,
                         help="largest N for naive attention (2·N²·4 bytes)")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--tiles", action="store_true",
+                        help="only the tile-size table (N = 4,096; 1,024 with --quick)")
     args = parser.parse_args()
     sizes = [512, 1024] if args.quick else [1024, 2048, 4096, 8192, 16384]
     repeats = 1 if args.quick else args.repeats
+    if args.tiles:
+        tile_table(1024 if args.quick else 4096, args.d, repeats, args.threads)
+        return
     cpu_table(sizes, args.d, repeats, args.naive_max, args.threads)
     if torch.cuda.is_available():
         gpu_table([1024, 2048] if args.quick else [1024, 2048, 4096, 8192, 16384], args.d, repeats)

@@ -232,6 +232,11 @@ def tiled_attention_numpy(
 # ---------------------------------------------------------------------- PyTorch, for speed
 _LN_2 = math.log(2.0)
 _RESCALE_ABOVE = 8.0  # lazy rescaling: move m only when a row's max rose more than 8 bits above it
+# Default tiles of every PyTorch function here, forward and backward: 1024 query rows × 512 keys
+# (2 MiB of float32 scores per batch·head), the fastest forward measured on a 2-core AVX2 CPU at
+# N = 16,384, d = 64. The backward at N = 4,096 is within about 15% of its fastest tile with
+# them (`python benchmarks/attention.py --tiles` prints both as ratios).
+BLOCK_Q, BLOCK_K = 1024, 512
 
 
 def tiled_attention_forward(
@@ -240,8 +245,8 @@ def tiled_attention_forward(
     v: torch.Tensor,
     *,
     causal: bool = False,
-    block_q: int = 1024,
-    block_k: int = 512,
+    block_q: int = BLOCK_Q,
+    block_k: int = BLOCK_K,
     scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Tiled attention forward in PyTorch: ``(out (..., Lq, d_v), lse (..., Lq))``.
@@ -266,8 +271,7 @@ def tiled_attention_forward(
       ``2^(m_old − m_new)``) only when some row's max rose more than 8 above it; in between every
       ``p = 2^(s − m) ≤ 2^8``, far from overflowing, and most tiles skip the rescale.
 
-    The default tiles, 1024 × 512 (2 MiB of float32 scores per batch·head), were the fastest
-    measured on a 2-core AVX2 CPU at ``N = 16,384, d = 64`` (``benchmarks/attention.py``).
+    The default tiles are :data:`BLOCK_Q` × :data:`BLOCK_K` = 1024 × 512.
     """
     lq, lk, d, scale = _check_tensors(q, k, v, block_q, block_k, scale)
     work = torch.float32 if q.dtype in _HALF else q.dtype
@@ -326,8 +330,8 @@ def tiled_attention_backward(
     grad_out: torch.Tensor,
     *,
     causal: bool = False,
-    block_q: int = 128,
-    block_k: int = 2048,
+    block_q: int = BLOCK_Q,
+    block_k: int = BLOCK_K,
     scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients ``(dq, dk, dv)`` by recomputation, from the saved ``out`` and ``lse`` only.
@@ -407,8 +411,8 @@ def tiled_attention(
     v: torch.Tensor,
     *,
     causal: bool = False,
-    block_q: int = 128,
-    block_k: int = 2048,
+    block_q: int = BLOCK_Q,
+    block_k: int = BLOCK_K,
     scale: float | None = None,
 ) -> torch.Tensor:
     """Differentiable tiled attention ``(..., Lq, d_v)``: forward and backward both tiled."""

@@ -280,7 +280,7 @@ def test_peak_extra_memory_rejects_unknown_methods():
 
 
 def test_naive_attention_needs_the_n_by_n_matrices_and_tiled_does_not():
-    n = 1536  # naive: two 1536² float32 matrices = 18 MiB; tiled: one tile of 128 × 1536
+    n = 1536  # naive: two 1536² float32 matrices = 18 MiB; tiled: one 1024 × 512 tile, 2 MiB
     with ThreadPoolExecutor(2) as pool:  # two fresh processes side by side
         naive, tiled_bytes = pool.map(
             lambda m: tiled.peak_extra_memory(m, n, threads=1), ["naive", "tiled"]

@@ -8,7 +8,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_utils.autograd import Value, sum_values
+from course_utils.autograd import (
+    GraphEdge,
+    Value,
+    computational_graph,
+    sum_values,
+    topological_order,
+)
 
 # Each operation: (how to apply it to Values, how to apply it to torch tensors). The forms keep
 # every input in its domain (log of a positive number, division by a nonzero one).
@@ -32,27 +38,33 @@ BINARY = [
 ]
 
 
-@settings(max_examples=50, deadline=None)
-@given(
-    leaves=st.lists(st.floats(-2, 2), min_size=1, max_size=4),
-    program=st.lists(
-        st.tuples(st.booleans(), st.integers(0, 99), st.integers(0, 99), st.integers(0, 99)),
-        min_size=1, max_size=12,
-    ),
+LEAVES = st.lists(st.floats(-2, 2), min_size=1, max_size=4)
+PROGRAMS = st.lists(  # (binary?, which operation, first input, second input), indices wrap around
+    st.tuples(st.booleans(), st.integers(0, 99), st.integers(0, 99), st.integers(0, 99)),
+    min_size=1, max_size=12,
 )
-def test_random_expressions_match_torch(leaves, program):
-    ours = [Value(x) for x in leaves]
-    theirs = [torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in leaves]
-    for binary, op, i, j in program:  # each step may reuse any earlier node: a DAG, not a tree
-        i, j = i % len(ours), j % len(ours)
-        if binary:
-            f, g = BINARY[op % len(BINARY)]
-            ours.append(f(ours[i], ours[j]))
-            theirs.append(g(theirs[i], theirs[j]))
+
+
+def build(leaves, program, unary=0, binary=0):
+    """The nodes of a random expression: the leaves, then one node per step of the program. Each
+    step may reuse any earlier node, so the graph is a DAG, not a tree. ``unary``/``binary``
+    pick the implementation (0: the engine's, 1: torch's)."""
+    nodes = list(leaves)
+    for is_binary, op, i, j in program:
+        i, j = i % len(nodes), j % len(nodes)
+        if is_binary:
+            nodes.append(BINARY[op % len(BINARY)][binary](nodes[i], nodes[j]))
         else:
-            f, g = UNARY[op % len(UNARY)]
-            ours.append(f(ours[i]))
-            theirs.append(g(theirs[i]))
+            nodes.append(UNARY[op % len(UNARY)][unary](nodes[i]))
+    return nodes
+
+
+@settings(max_examples=50, deadline=None)
+@given(leaves=LEAVES, program=PROGRAMS)
+def test_random_expressions_match_torch(leaves, program):
+    ours = build([Value(x) for x in leaves], program)
+    theirs = build([torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in leaves],
+                   program, unary=1, binary=1)
     loss = sum_values(ours)
     torch_loss = torch.stack(theirs).sum()
     loss.backward()
@@ -60,6 +72,95 @@ def test_random_expressions_match_torch(leaves, program):
     assert loss.data == pytest.approx(torch_loss.item(), rel=1e-9, abs=1e-9)
     for v, t in zip(ours[: len(leaves)], theirs[: len(leaves)], strict=True):
         assert v.grad == pytest.approx(t.grad.item(), rel=1e-9, abs=1e-9)
+
+
+def reachable(root):
+    """Every Value under root, by plain recursion (an independent reference for the search)."""
+    found = {}
+
+    def visit(node):
+        if id(node) not in found:
+            found[id(node)] = node
+            for parent in node.parents:
+                visit(parent)
+
+    visit(root)
+    return found
+
+
+@settings(max_examples=50, deadline=None)
+@given(leaves=LEAVES, program=PROGRAMS, which=st.integers(0, 99))
+def test_topological_order_and_graph_satisfy_the_chain_rule(leaves, program, which):
+    nodes = build([Value(x) for x in leaves], program)
+    root = nodes[len(leaves) + which % len(program)]  # any computed node, not only the last
+    order = topological_order(root)
+    position = {id(v): i for i, v in enumerate(order)}
+    assert len(position) == len(order)  # each node once
+    assert position.keys() == reachable(root).keys()  # exactly the nodes under root
+    assert order[-1] is root
+    for i, v in enumerate(order):
+        assert all(position[id(p)] < i for p in v.parents)  # after all of its parents
+
+    root.backward()
+    graph = computational_graph(root)
+    assert [(n.op, n.data, n.grad) for n in graph.nodes] == [(v.op, v.data, v.grad) for v in order]
+    assert all(e.parent < e.child for e in graph.edges)
+    assert len({(e.parent, e.child) for e in graph.edges}) == len(graph.edges)  # no parallel edges
+    assert graph.nodes[-1].grad == 1.0
+    upstream = [0.0] * len(graph.nodes)  # the chain rule: sum over the edges leaving each node
+    for e in graph.edges:
+        upstream[e.parent] += e.local_grad * graph.nodes[e.child].grad
+    for node, total in zip(graph.nodes[:-1], upstream[:-1], strict=True):
+        assert node.grad == pytest.approx(total, rel=1e-9, abs=1e-12)
+
+
+def test_graph_of_one_neuron_and_shared_subexpressions():
+    w, x, b = Value(0.5), Value(2.0), Value(-0.3)
+    s = w * x + b
+    a = s.tanh()
+    loss = (a - 1.0) ** 2
+    loss.backward()
+    graph = computational_graph(loss, names={w: "w", x: "x", b: "b", s: "s", a: "a", loss: "L"})
+    assert [(n.name, n.op) for n in graph.nodes] == [
+        ("w", ""), ("x", ""), ("", "*"), ("b", ""), ("s", "+"), ("a", "tanh"), ("", ""),
+        ("", "-"), ("L", "**2"),
+    ]
+    grads = {n.name: n.grad for n in graph.nodes if n.name}
+    d_s = 2 * (a.data - 1.0) * (1 - a.data**2)  # by hand, as in notebook 08
+    assert grads == pytest.approx({"w": d_s * 2.0, "x": d_s * 0.5, "b": d_s, "s": d_s,
+                                   "a": 2 * (a.data - 1.0), "L": 1.0}, rel=1e-12)
+    assert GraphEdge(5, 7, 1.0) in graph.edges and GraphEdge(6, 7, -1.0) in graph.edges
+
+    u = Value(3.0)
+    square = u * u
+    total = square + square * u  # u is used three times, square twice: each is one node
+    total.backward()
+    graph = computational_graph(total)
+    assert [n.data for n in graph.nodes] == [3.0, 9.0, 27.0, 36.0]
+    assert graph.edges == [  # u * u: one edge carrying d(u*u)/du = 2u = 6
+        GraphEdge(0, 1, 6.0), GraphEdge(1, 2, 3.0), GraphEdge(0, 2, 9.0),
+        GraphEdge(1, 3, 1.0), GraphEdge(2, 3, 1.0),
+    ]
+    assert graph.nodes[0].grad == 2 * 3.0 + 3 * 3.0**2  # d/du (u^2 + u^3)
+
+    leaf = computational_graph(Value(1.5))
+    assert leaf.nodes == [("", "", 1.5, 0.0)] and leaf.edges == []
+
+
+def test_graph_bad_input():
+    v = Value(1.0)
+    with pytest.raises(TypeError, match="root must be a Value, got float"):
+        computational_graph(1.0)
+    with pytest.raises(TypeError, match="root must be a Value, got list"):
+        topological_order([v])
+    with pytest.raises(TypeError, match="names must be a mapping"):
+        computational_graph(v, names=["v"])
+    with pytest.raises(TypeError, match="names must map Values to str"):
+        computational_graph(v, names={1.0: "v"})
+    with pytest.raises(TypeError, match="names must map Values to str"):
+        computational_graph(v, names={v: 1})
+    with pytest.raises(ValueError, match="not in the graph under root: 'other'"):
+        computational_graph(v * 2, names={Value(2.0): "other"})
 
 
 def test_two_layer_network_matches_torch():
@@ -125,11 +226,25 @@ def test_bad_input():
         Value(2.0) ** Value(2.0)
     with pytest.raises(ValueError, match="log needs a positive input"):
         Value(0.0).log()
-    with pytest.raises(ValueError, match="0 \\*\\* -1"):
+    with pytest.raises(ValueError, match="cannot divide 1.0 by a Value equal to 0"):
         Value(1.0) / Value(0.0)
+    with pytest.raises(ValueError, match="0 \\*\\* -1"):
+        Value(0.0) ** -1
+    with pytest.raises(OverflowError, match="'\\*' is too large"):
+        Value(1e200) * Value(1e200)
+    with pytest.raises(OverflowError, match="local derivative of '/'"):
+        Value(1.0) / Value(1e-200)
+    with pytest.raises(OverflowError, match="too large"):
+        Value(1e-200) ** -2
     with pytest.raises(ValueError, match="negative base"):
         Value(-2.0) ** 0.5
     with pytest.raises(OverflowError, match="too large"):
         Value(1000.0).exp()
     with pytest.raises(ValueError, match="at least one Value"):
         sum_values([])
+    with pytest.raises(TypeError, match="parents must be a tuple of Values"):
+        Value(1.0, (2.0,), (1.0,))
+    with pytest.raises(ValueError, match="one number per parent \\(1\\), got 2"):
+        Value(1.0, (Value(2.0),), (1.0, 1.0))
+    with pytest.raises(TypeError, match="local_grads\\[0\\] must be an int or float, got Value"):
+        Value(1.0, (Value(2.0),), (Value(1.0),))

@@ -56,7 +56,16 @@ def matmul_loops(a: ArrayLike, b: ArrayLike) -> np.ndarray:
             for p in range(k):
                 total += rows[i][p] * cols[p][j]
             c[i][j] = total
-    return np.array(c, dtype=np.result_type(a, b))
+    dtype = np.result_type(a, b)
+    if dtype.kind in "iu":  # the sums are exact Python integers: refuse what dtype cannot hold
+        info = np.iinfo(dtype)
+        bad = next((x for row in c for x in row if not info.min <= x <= info.max), None)
+        if bad is not None:
+            raise OverflowError(
+                f"the entry {bad} does not fit in {dtype} ({info.min} to {info.max}); "
+                f"a @ b would silently wrap it around"
+            )
+    return np.array(c, dtype=dtype)
 
 
 def matmul_flops(m: int, k: int, n: int) -> int:

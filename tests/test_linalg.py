@@ -69,8 +69,12 @@ def test_matmul_loops_integer_overflow_raises_instead_of_wrapping():
     a = np.array([[200, 200]], dtype=np.uint8)
     b = np.array([[1], [1]], dtype=np.uint8)
     assert (a @ b)[0, 0] == 144  # NumPy wraps 400 around modulo 256
-    with pytest.raises(OverflowError):
+    with pytest.raises(OverflowError, match="400 does not fit in uint8"):
         linalg.matmul_loops(a, b)
+    assert linalg.matmul_loops(a // 2, b)[0, 0] == 200  # the largest sums that fit are kept
+    big = np.array([[2**62, 2**62]], dtype=np.int64)
+    with pytest.raises(OverflowError, match="does not fit in int64"):
+        linalg.matmul_loops(big, np.array([[1], [1]], dtype=np.int64))
 
 
 def test_matmul_loops_is_not_elementwise():

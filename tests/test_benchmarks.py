@@ -25,7 +25,8 @@ def test_cpu_table_times_and_measures_every_method():
         seconds, mib, ratios = (numbers(column) for column in rows[n])
         assert len(seconds) == len(mib) == 3 and len(ratios) == 2  # naive, fused, tiled
         assert all(x > 0 for x in seconds + ratios)
-        assert mib[0] > mib[2]  # naive's two N×N float32 matrices against tiled's one tile
+    _, mib, _ = (numbers(column) for column in rows["1024"])
+    assert mib[0] > mib[2]  # naive: two 4 MiB N×N matrices (8.5 MiB measured); tiled: 3.7 MiB
 
 
 def test_tile_table_reports_ratios_to_the_default_tiles():

@@ -1,4 +1,4 @@
-"""Checkers for notebook 15: online softmax, merging partial attention, causal tile counting."""
+"""Checkers for notebook 16: online softmax, merging partial attention, causal tile counting."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The notebook 15 checkers pass the reference solutions and catch plausible mistakes."""
+"""The notebook 16 checkers pass the reference solutions and catch plausible mistakes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from course_utils import tiled
-from course_utils.checks import nb15
+from course_utils.checks import nb16
 
 
 def stub(*args):
@@ -15,7 +15,7 @@ def stub(*args):
 
 
 def test_online_softmax_stats():
-    assert nb15.check_online_softmax_stats(tiled.online_softmax_stats).passed
+    assert nb16.check_online_softmax_stats(tiled.online_softmax_stats).passed
 
     def no_rescale(x):  # forgets to rescale the old sum when the max grows
         m, ell = -math.inf, 0.0
@@ -27,14 +27,14 @@ def test_online_softmax_stats():
     def unshifted(x):  # the two-pass textbook form without the max: overflows near 1000
         return float(np.max(x)), float(np.sum(np.exp(x)) / np.exp(np.max(x)))
 
-    assert nb15.check_online_softmax_stats(no_rescale).status == "failed"
+    assert nb16.check_online_softmax_stats(no_rescale).status == "failed"
     with np.errstate(over="ignore", invalid="ignore"):
-        assert nb15.check_online_softmax_stats(unshifted).status == "failed"
-    assert nb15.check_online_softmax_stats(stub).status == "not attempted"
+        assert nb16.check_online_softmax_stats(unshifted).status == "failed"
+    assert nb16.check_online_softmax_stats(stub).status == "not attempted"
 
 
 def test_merge_partials():
-    assert nb15.check_merge_partials(tiled.merge_attention_partials).passed
+    assert nb16.check_merge_partials(tiled.merge_attention_partials).passed
 
     def average(out1, lse1, out2, lse2):  # ignores how much each part weighs
         return (out1 + out2) / 2, np.logaddexp(lse1, lse2)
@@ -44,10 +44,10 @@ def test_merge_partials():
         total = w1 + w2
         return (w1[:, None] * out1 + w2[:, None] * out2) / total[:, None], np.log(total)
 
-    assert nb15.check_merge_partials(average).status == "failed"
+    assert nb16.check_merge_partials(average).status == "failed"
     with np.errstate(over="ignore", invalid="ignore"):
-        assert nb15.check_merge_partials(naive_exp).status == "failed"
-    assert nb15.check_merge_partials(stub).status == "not attempted"
+        assert nb16.check_merge_partials(naive_exp).status == "failed"
+    assert nb16.check_merge_partials(stub).status == "not attempted"
 
 
 def test_count_causal_tiles():
@@ -62,7 +62,7 @@ def test_count_causal_tiles():
     def half(lq, lk, bq, bk):  # "about half" is not a count
         return math.ceil(lq / bq) * math.ceil(lk / bk) // 2
 
-    assert nb15.check_count_causal_tiles(reference).passed
-    assert nb15.check_count_causal_tiles(top_left).status == "failed"
-    assert nb15.check_count_causal_tiles(half).status == "failed"
-    assert nb15.check_count_causal_tiles(stub).status == "not attempted"
+    assert nb16.check_count_causal_tiles(reference).passed
+    assert nb16.check_count_causal_tiles(top_left).status == "failed"
+    assert nb16.check_count_causal_tiles(half).status == "failed"
+    assert nb16.check_count_causal_tiles(stub).status == "not attempted"

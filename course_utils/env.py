@@ -66,6 +66,26 @@ def seed_everything(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+def setup_notebook(seed: int = 0, precision: int = 4) -> np.random.Generator:
+    """The first lines of every notebook, as one call: seed everything, print rounded numbers,
+    draw in the course's figure style.
+
+    Seeds Python, NumPy and torch with :func:`seed_everything`, sets NumPy's and torch's print
+    precision to ``precision`` digits (no scientific notation for small numbers), applies
+    :func:`course_utils.plotting.use_course_style`, and returns ``np.random.default_rng(seed)``.
+    """
+    precision = check_int(precision, "precision", minimum=0)
+    rng = seed_everything(seed)
+    import torch
+
+    from course_utils.plotting import use_course_style
+
+    np.set_printoptions(precision=precision, suppress=True)
+    torch.set_printoptions(precision=precision, sci_mode=False)
+    use_course_style()
+    return rng
+
+
 def _version(dist: str) -> str:
     try:
         return metadata.version(dist)

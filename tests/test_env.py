@@ -94,3 +94,24 @@ def test_importing_the_package_does_not_import_torch():
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_setup_notebook_seeds_sets_print_options_and_the_figure_style():
+    import matplotlib
+
+    from course_utils import plotting
+
+    rng = env.setup_notebook(seed=3, precision=2)
+    try:
+        assert rng.standard_normal() == np.random.default_rng(3).standard_normal()
+        assert torch.rand(1).item() == torch.rand(1, generator=torch.Generator().manual_seed(3)).item()
+        assert np.get_printoptions()["precision"] == 2
+        assert torch._tensor_str.PRINT_OPTS.precision == 2
+        assert matplotlib.rcParams["figure.facecolor"] == "white"
+        assert matplotlib.rcParams["axes.prop_cycle"].by_key()["color"][0] == plotting.PALETTE[0]
+    finally:
+        np.set_printoptions(precision=8, suppress=False)
+        torch.set_printoptions(profile="default")
+        matplotlib.rcdefaults()
+    with pytest.raises(TypeError, match="precision"):
+        env.setup_notebook(precision=2.5)

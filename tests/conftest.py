@@ -10,3 +10,39 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("explore", print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# --- the package as a learner installs it -------------------------------------------------------
+
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def distributions(tmp_path_factory) -> dict[str, Path]:
+    """The wheel and the sdist of course_utils, built offline from a copy of this checkout
+    (``pyproject.toml``, ``README.md`` and ``course_utils/``), as ``pip`` builds them for a
+    learner: ``{"wheel": path, "sdist": path}``."""
+    tmp = tmp_path_factory.mktemp("dist")
+    source = tmp / "checkout"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source)
+    shutil.copytree(
+        ROOT / "course_utils", source / "course_utils",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    out = tmp / "out"
+    for kind in ("sdist", "wheel"):  # one process each: setuptools keeps state between them
+        build = f"import sys, setuptools.build_meta as m; m.build_{kind}(sys.argv[1])"
+        subprocess.run(
+            [sys.executable, "-c", build, str(out)], cwd=source, check=True, capture_output=True
+        )
+    (wheel,), (sdist,) = out.glob("course_utils-*.whl"), out.glob("course_utils-*.tar.gz")
+    return {"wheel": wheel, "sdist": sdist}

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -46,23 +45,12 @@ SCRIPT = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def colab(tmp_path_factory):
+def colab(tmp_path_factory, distributions):
     """A fresh venv that sees this environment's numpy/torch (as Colab has its own) but not
-    course_utils, and a wheel built from a copy of the local checkout."""
+    course_utils, and the wheel built from a copy of the local checkout."""
     tmp = tmp_path_factory.mktemp("colab")
-    source = tmp / "checkout"
-    source.mkdir()
-    shutil.copy(ROOT / "pyproject.toml", source)
-    shutil.copy(ROOT / "README.md", source)
-    ignore = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(ROOT / "course_utils", source / "course_utils", ignore=ignore)
     offline = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "-w", str(tmp / "wheels"), str(source)],
-        check=True, env=offline, capture_output=True,
-    )
-    wheel = next((tmp / "wheels").glob("course_utils-*.whl"))
+    wheel = distributions["wheel"]
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"

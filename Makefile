@@ -1,6 +1,7 @@
 # Transformer Math — every target does its own set-up (a .venv in this folder), idempotently.
 #   make lab        JupyterLab on the course (127.0.0.1, token authentication on)
-#   make test       unit tests + every notebook executed by nbval, outputs compared
+#   make test       unit tests + every notebook executed by nbval, outputs compared, then the
+#                   notebooks again at a lower SIMD level, and every notebook run as on Colab
 #   make notebooks  re-execute every notebook in place from a fresh kernel (refreshes outputs)
 #   make lint       ruff over the package, tests, tools, benchmarks and notebooks
 #   make explore    the property tests with fresh random examples (make test's are fixed)
@@ -17,8 +18,18 @@ STAMP := $(VENV)/.installed
 # floating-point reduction order on any machine; xdist runs two processes) and a fixed hash seed.
 RUN_ENV := COURSE_DEVICE=cpu OMP_NUM_THREADS=1 PYTHONHASHSEED=0
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
+# Float results differ in the last bits between SIMD levels (AVX-512, AVX2, SSE): the stored
+# outputs must not. The second pass runs NumPy, PyTorch and MKL at baseline x86-64 (SSE4.2).
+LOW_SIMD := NPY_DISABLE_CPU_FEATURES="X86_V3,X86_V4,AVX512_ICL,AVX512_SPR" \
+	ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2
+# The Colab-like environment: Colab's Python (3.13; this machine's default if none) and packages.
+COLAB_VENV := .venv-colab
+COLAB_STAMP := $(COLAB_VENV)/.installed
+COLAB_REQUIREMENTS := tests/colab/requirements.txt
+COLAB_BASE_PYTHON ?= $(shell tools/find_python.sh 3.13 $(PYTHON))
 
-.PHONY: setup lab test notebooks lint sync explore
+.PHONY: setup colab-env lab test notebooks lint sync explore
 
 setup: $(STAMP)
 
@@ -29,14 +40,29 @@ $(STAMP): requirements.txt pyproject.toml $(CONSTRAINTS)
 	$(BIN)/python -c "import matplotlib.pyplot"  # build the font cache once, not inside a notebook
 	touch $@
 
+colab-env: $(COLAB_STAMP)
+
+$(COLAB_STAMP): $(COLAB_REQUIREMENTS)
+	rm -rf $(COLAB_VENV)
+	$(COLAB_BASE_PYTHON) -m venv $(COLAB_VENV)
+	$(COLAB_VENV)/bin/python -m pip install -q --disable-pip-version-check -r $(COLAB_REQUIREMENTS)
+	$(COLAB_VENV)/bin/python -m pip uninstall -q -y triton  # not on Colab's CPU runtime
+	touch $@
+
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" \
 		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb \
 		$(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
-test: $(STAMP)
-	$(RUN_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests $(NOTEBOOKS) \
-		--nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
+# Three runs: the unit tests and every notebook (nbval keeps a notebook's cells on one worker:
+# --dist loadfile); the notebooks again at a lower SIMD level; every notebook on the Colab-like
+# runtime (one test per notebook, spread over the workers).
+test: $(STAMP) $(COLAB_STAMP)
+	$(RUN_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests $(NOTEBOOKS) $(NBVAL) \
+		--ignore tests/test_colab_notebooks.py
+	$(RUN_ENV) $(LOW_SIMD) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NOTEBOOKS) $(NBVAL)
+	COLAB_PYTHON=$(CURDIR)/$(COLAB_VENV)/bin/python $(BIN)/python -m pytest -n $(JOBS) \
+		tests/test_colab_notebooks.py
 
 # The kernel is stopped at once when the last cell is done (a graceful shutdown waits ~2 s more
 # once torch has loaded its compiler stack); the outputs are complete by then.

@@ -104,7 +104,8 @@ def test_setup_notebook_seeds_sets_print_options_and_the_figure_style():
     rng = env.setup_notebook(seed=3, precision=2)
     try:
         assert rng.standard_normal() == np.random.default_rng(3).standard_normal()
-        assert torch.rand(1).item() == torch.rand(1, generator=torch.Generator().manual_seed(3)).item()
+        same_seed = torch.Generator().manual_seed(3)
+        assert torch.rand(1).item() == torch.rand(1, generator=same_seed).item()
         assert np.get_printoptions()["precision"] == 2
         assert torch._tensor_str.PRINT_OPTS.precision == 2
         assert matplotlib.rcParams["figure.facecolor"] == "white"

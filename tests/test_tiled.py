@@ -287,3 +287,12 @@ def test_naive_attention_needs_the_n_by_n_matrices_and_tiled_does_not():
         )
     assert 0.95 <= naive / tiled.naive_attention_bytes(n, n) <= 1.2
     assert tiled_bytes < naive / 4
+
+
+def test_peak_extra_memory_falls_back_where_the_peak_cannot_be_reset(monkeypatch, tmp_path):
+    # as on macOS or in a sandbox without /proc/self/clear_refs: ru_maxrss, one process per n
+    monkeypatch.setattr(tiled, "_CLEAR_REFS", str(tmp_path / "no" / "clear_refs"))
+    with pytest.warns(RuntimeWarning, match="clear_refs is not writable"):
+        naive, small = tiled.peak_extra_memory("naive", [1536, 64], threads=1)
+    assert 0.9 <= naive / tiled.naive_attention_bytes(1536, 1536) <= 1.3
+    assert small < naive / 4

@@ -5,6 +5,7 @@
 #   make notebooks  re-execute every notebook in place from a fresh kernel (refreshes outputs)
 #   make lint       ruff over the package, tests, tools, benchmarks and notebooks
 #   make explore    the property tests with fresh random examples (make test's are fixed)
+#   make gpu-check  on a CUDA machine: GPU tests, notebook 16 and the benchmark on the GPU
 # CONSTRAINTS=path pins versions (CI uses .ci/constraints.txt); JOBS sets pytest-xdist workers.
 
 PYTHON ?= python3
@@ -29,7 +30,7 @@ COLAB_STAMP := $(COLAB_VENV)/.installed
 COLAB_REQUIREMENTS := tests/colab/requirements.txt
 COLAB_BASE_PYTHON ?= $(shell tools/find_python.sh 3.13 $(PYTHON))
 
-.PHONY: setup colab-env lab test notebooks lint sync explore
+.PHONY: setup colab-env lab test notebooks lint sync explore gpu-check
 
 setup: $(STAMP)
 
@@ -74,6 +75,9 @@ notebooks: $(STAMP)
 explore: $(STAMP)
 	HYPOTHESIS_PROFILE=explore $(RUN_ENV) $(BIN)/python -m pytest -n $(JOBS) \
 		$(shell grep -l "^from hypothesis" tests/test_*.py)
+
+gpu-check: $(STAMP)
+	$(BIN)/python tools/gpu_check.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check course_utils tests tools benchmarks notebooks

@@ -1,4 +1,5 @@
-"""The learner's environment: which device to compute on, seeding, and a version report."""
+"""The learner's environment: which device to compute on, what its GPU supports, seeding, and a
+version report."""
 
 from __future__ import annotations
 
@@ -22,10 +23,12 @@ def in_colab() -> bool:
 
 
 def pick_device(name: str | None = None) -> str:
-    """Return the device to compute on: ``"cuda"``, then ``"mps"``, then ``"cpu"``.
+    """Return the device to compute on: ``"cuda"`` when there is one, else ``"cpu"``.
 
     ``name`` (or else the environment variable ``COURSE_DEVICE``) forces one device; asking for
-    an unknown name, or for one this machine does not have, raises ``ValueError``.
+    an unknown name, or for one this machine does not have, raises ``ValueError``. Apple's
+    ``"mps"`` is used only when asked for: it has given silently wrong results in attention
+    operations (PyTorch issues 163597, 181133, 197636).
     """
     import torch
 
@@ -39,7 +42,7 @@ def pick_device(name: str | None = None) -> str:
         name = os.environ.get(DEVICE_ENV_VAR) or None
         source = f"environment variable {DEVICE_ENV_VAR}"
     if name is None:
-        return next(dev for dev in KNOWN_DEVICES if available[dev])
+        return "cuda" if available["cuda"] else "cpu"
     if not isinstance(name, str):
         raise TypeError(f"name must be a str such as 'cpu', got {type(name).__name__}")
     wanted = name.strip().lower()
@@ -48,6 +51,59 @@ def pick_device(name: str | None = None) -> str:
     if not available[wanted]:
         raise ValueError(f"{source} asks for {wanted!r}, but this machine has no {wanted} device")
     return wanted
+
+
+# Compute capabilities (major, minor) of NVIDIA GPUs: 7.5 is Turing (Colab's free T4), 8.0 Ampere
+# (A100), 9.0 Hopper (H100).
+FLASH_ATTENTION_CAPABILITY = (8, 0)  # PyTorch's FlashAttention backend: sm80+, float16/bfloat16
+BFLOAT16_CAPABILITY = (8, 0)  # bfloat16 arithmetic in hardware
+SDPA_BACKENDS = ("flash", "efficient", "math")
+
+
+def cuda_capability() -> tuple[int, int] | None:
+    """The compute capability ``(major, minor)`` of the current CUDA GPU, or None without one."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    return int(major), int(minor)
+
+
+def supports_bfloat16(capability: tuple[int, int] | None) -> bool:
+    """True when a GPU of this compute capability computes in bfloat16 (sm80+)."""
+    return capability is not None and tuple(capability) >= BFLOAT16_CAPABILITY
+
+
+def sdpa_backend(capability: tuple[int, int] | None, dtype) -> str | None:
+    """The fastest backend of ``F.scaled_dot_product_attention`` a GPU of this compute
+    capability offers for ``dtype``: ``"flash"`` (FlashAttention: sm80+, float16 or bfloat16),
+    else ``"efficient"`` (memory-efficient attention, any CUDA GPU PyTorch supports); None for
+    no GPU (``capability`` None: PyTorch picks its CPU kernel)."""
+    import torch
+
+    if capability is None:
+        return None
+    half = dtype in (torch.float16, torch.bfloat16)
+    if dtype == torch.bfloat16 and not supports_bfloat16(capability):
+        raise ValueError(f"bfloat16 needs compute capability 8.0+, this GPU has {capability}")
+    return "flash" if half and tuple(capability) >= FLASH_ATTENTION_CAPABILITY else "efficient"
+
+
+def sdpa_kernel(backend: str | None):
+    """A context manager that makes ``F.scaled_dot_product_attention`` use ``backend`` (one of
+    ``SDPA_BACKENDS``; None: PyTorch's own choice)."""
+    import contextlib
+
+    from torch.nn.attention import SDPBackend
+    from torch.nn.attention import sdpa_kernel as torch_sdpa_kernel
+
+    if backend is None:
+        return contextlib.nullcontext()
+    if backend not in SDPA_BACKENDS:
+        raise ValueError(f"backend must be one of {SDPA_BACKENDS} or None, got {backend!r}")
+    names = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "math": "MATH"}
+    return torch_sdpa_kernel(getattr(SDPBackend, names[backend]))
 
 
 def seed_everything(seed: int) -> np.random.Generator:
@@ -99,7 +155,8 @@ def environment_report() -> dict[str, str]:
 
     device = pick_device()
     if device == "cuda":
-        device = f"cuda ({torch.cuda.get_device_name(0)})"
+        major, minor = cuda_capability()
+        device = f"cuda ({torch.cuda.get_device_name(0)}, compute capability {major}.{minor})"
     return {
         "python": platform.python_version(),
         "numpy": np.__version__,

@@ -15,6 +15,12 @@ rows give 0 and ``−inf``, any lengths, float16 and bfloat16 accumulate in floa
 * float32 inputs use exact float32 products (``input_precision="ieee"``): a GPU would otherwise
   use TF32 and miss a 1e-5 tolerance.
 
+Which GPUs: compute capability 7.5 (Turing: Colab's free T4) and newer. From 8.0 (Ampere) Triton
+lowers ``tl.dot`` to tensor-core instructions; on 7.5 it lowers it to plain FMAs, so the kernel is
+correct there but slow, and it uses smaller tiles (:func:`launch_config`). bfloat16 is offered
+from 8.0 only (:func:`supported_dtypes`). :func:`compile_ahead` compiles the kernel for any of
+these GPUs on a machine without one (the tests do, for 7.5, 8.0 and 9.0).
+
 Where it runs — decided when this module is imported:
 
 * a CUDA device is present: the kernel is compiled for it and the tensors must be on it;
@@ -29,7 +35,8 @@ process even when something (PyTorch's compiler stack, for one) imported triton 
 same reason the kernel uses only builtins (``tl.full``, ``tl.reduce`` with its own combine
 functions): ``tl.zeros``, ``tl.max`` and ``tl.sum`` are JIT functions that triton wraps when it is
 imported, in whichever mode was set then. Setting ``TRITON_INTERPRET=1`` yourself before
-importing this module forces the interpreter even on a GPU machine. Where triton is not
+importing this module forces the interpreter even on a GPU machine; ``TRITON_INTERPRET=0``
+forces compiled mode even without a GPU (for :func:`compile_ahead`). Where triton is not
 installed, :func:`triton_available` is False and :func:`triton_attention` raises
 ``ModuleNotFoundError`` saying so.
 """
@@ -43,6 +50,7 @@ from typing import Any
 
 import torch
 
+from course_utils.env import cuda_capability, supports_bfloat16
 from course_utils.tiled import _check_tensors
 
 _LN2 = math.log(2.0)
@@ -56,9 +64,105 @@ def triton_available() -> bool:
     return importlib.util.find_spec("triton") is not None
 
 
+MIN_CAPABILITY = (7, 5)  # the oldest GPU the kernel is compiled for: Turing (a T4)
+TENSOR_CORE_CAPABILITY = (8, 0)  # from here Triton's tl.dot uses tensor cores (mma)
+
+
 def interpreter_mode() -> bool:
-    """True when kernels run in Triton's CPU interpreter: no CUDA device, or TRITON_INTERPRET=1."""
-    return os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available()
+    """True when kernels run in Triton's CPU interpreter: TRITON_INTERPRET=1, or no CUDA device
+    unless TRITON_INTERPRET=0 (compiled mode without a GPU, to compile ahead of time)."""
+    flag = os.environ.get("TRITON_INTERPRET")
+    return flag == "1" or (flag != "0" and not torch.cuda.is_available())
+
+
+def supported_dtypes(capability: tuple[int, int] | None) -> tuple[torch.dtype, ...]:
+    """The input dtypes the kernel accepts on a GPU of this compute capability (None: the
+    interpreter, where bfloat16 is computed in float32)."""
+    if capability is not None and tuple(capability) < MIN_CAPABILITY:
+        return ()
+    dtypes = (torch.float32, torch.float16)
+    if capability is None or supports_bfloat16(capability):
+        dtypes += (torch.bfloat16,)
+    return dtypes
+
+
+def launch_config(
+    dtype: torch.dtype, head_dim: int, capability: tuple[int, int] | None
+) -> dict[str, int]:
+    """Default tiles and launch options: ``block_m``, ``block_n`` (and, on a GPU, ``num_warps``
+    and ``num_stages``) for ``dtype`` and ``head_dim`` on a GPU of this compute capability (None:
+    the interpreter, 32 × 32). Tensor-core GPUs take 128 × 64 tiles in half precision and
+    64 × 32 in float32; a 7.5 GPU, whose tl.dot is plain FMAs, 64 × 32 for every dtype."""
+    if capability is None:
+        return {"block_m": 32, "block_n": 32}
+    half = dtype in (torch.float16, torch.bfloat16)
+    if half and tuple(capability) >= TENSOR_CORE_CAPABILITY:
+        return {"block_m": 128, "block_n": 64, "num_warps": 8 if head_dim > 64 else 4,
+                "num_stages": 3}
+    return {"block_m": 64, "block_n": 32, "num_warps": 4, "num_stages": 2}
+
+
+def _check_gpu(capability: tuple[int, int], dtype: torch.dtype) -> None:
+    if tuple(capability) < MIN_CAPABILITY:
+        raise RuntimeError(
+            f"the Triton kernel needs a GPU of compute capability 7.5 or newer, this one has "
+            f"{capability[0]}.{capability[1]}: use course_utils.tiled (the same algorithm)"
+        )
+    if dtype not in supported_dtypes(capability):
+        raise TypeError(
+            f"{dtype} needs compute capability 8.0 or newer, this GPU has "
+            f"{capability[0]}.{capability[1]}: use float16 or float32"
+        )
+
+
+def _constexprs(dtype: torch.dtype, head_dim: int, block_m: int, block_n: int, causal: bool):
+    """The kernel's compile-time constants (one compiled kernel per distinct set)."""
+    return {
+        "HEAD_DIM": head_dim,
+        "D_PAD": max(16, 1 << (head_dim - 1).bit_length()),  # the next power of two, at least 16
+        "BLOCK_M": block_m,
+        "BLOCK_N": block_n,
+        "CAUSAL": bool(causal),
+        "PRECISION": "ieee" if dtype == torch.float32 else "tf32",
+    }
+
+
+def compile_ahead(
+    capability: tuple[int, int], dtype: torch.dtype, head_dim: int, causal: bool
+) -> dict[str, Any]:
+    """Compile the kernel for a GPU of this compute capability without needing one, with the
+    launch configuration :func:`triton_attention` would use there; returns Triton's assembly
+    stages by name (``"ptx"``, ``"cubin"``, …). Needs compiled mode: set TRITON_INTERPRET=0
+    before importing this module on a machine without a GPU."""
+    if interpreter_mode():
+        raise RuntimeError(
+            "compile_ahead needs compiled mode: set TRITON_INTERPRET=0 before importing "
+            "course_utils.triton_attention"
+        )
+    _check_gpu(capability, dtype)
+    kernel = _kernel()
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    config = launch_config(dtype, head_dim, capability)
+    element = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}[dtype]
+    constexprs = _constexprs(dtype, head_dim, config["block_m"], config["block_n"], causal)
+    signature = {}
+    for name in kernel.arg_names:
+        if name in constexprs:
+            signature[name] = "constexpr"
+        elif name in ("Q", "K", "V", "Out"):
+            signature[name] = f"*{element}"
+        else:
+            signature[name] = {"Lse": "*fp32", "qk_scale": "fp32"}.get(name, "i32")
+    major, minor = capability
+    compiled = triton.compile(
+        ASTSource(fn=kernel, signature=signature, constexprs=constexprs),
+        target=GPUTarget("cuda", 10 * major + minor, 32),
+        options={"num_warps": config["num_warps"], "num_stages": config["num_stages"]},
+    )
+    return compiled.asm
 
 
 if interpreter_mode():
@@ -87,7 +191,6 @@ def _kernel():
             module[name] = triton.jit(module[name])
         _STATE["interpret"] = interpret
         _STATE["cdiv"] = triton.cdiv
-        _STATE["next_power_of_2"] = triton.next_power_of_2
         _STATE["kernel"] = triton.jit(_attention_forward_kernel)
     return _STATE["kernel"]
 
@@ -266,8 +369,9 @@ def triton_attention(
     on the CUDA device when the kernel is compiled, on the CPU in interpreter mode (see the
     module docstring). ``out = softmax(q kᵀ·scale [+ bottom-right causal mask]) v`` with
     ``scale = 1/√d`` by default; ``lse`` is the natural log-sum-exp of each row's scores.
-    ``block_m`` and ``block_n`` (powers of two, at least 16) default to 128 × 64 for half
-    precision on a GPU, 64 × 32 for float32, and 32 × 32 in the interpreter.
+    ``block_m``, ``block_n`` (powers of two, at least 16), ``num_warps`` and ``num_stages``
+    default to :func:`launch_config` for this GPU. On a GPU older than compute capability 7.5
+    it raises RuntimeError; bfloat16 below 8.0 is a TypeError (:func:`supported_dtypes`).
     """
     lq, lk, d, scale = _check_tensors(q, k, v, 16, 16, scale)
     if q.dtype == torch.float64:
@@ -282,11 +386,12 @@ def triton_attention(
         raise ValueError(
             f"q, k and v must be on the {wanted} device to run on {mode}, got {q.device}"
         )
-    half = q.dtype in (torch.float16, torch.bfloat16)
-    if block_m is None:
-        block_m = 32 if interpret else (128 if half else 64)
-    if block_n is None:
-        block_n = 32 if interpret else (64 if half else 32)
+    capability = None if interpret else cuda_capability()
+    if capability is not None:
+        _check_gpu(capability, q.dtype)
+    config = launch_config(q.dtype, d, capability)
+    block_m = config["block_m"] if block_m is None else block_m
+    block_n = config["block_n"] if block_n is None else block_n
     for name, value in (("block_m", block_m), ("block_n", block_n)):
         if (
             isinstance(value, bool)
@@ -303,14 +408,10 @@ def triton_attention(
     out = torch.empty_like(q3)
     lse = torch.empty(q3.shape[:2], dtype=torch.float32, device=q.device)
     grid = (_STATE["cdiv"](lq, block_m), q3.shape[0])
-    options = (
-        {}
-        if interpret
-        else {
-            "num_warps": num_warps or (8 if half and d > 64 else 4),
-            "num_stages": num_stages or (3 if half else 2),
-        }
-    )
+    options = {} if interpret else {
+        "num_warps": num_warps or config["num_warps"],
+        "num_stages": num_stages or config["num_stages"],
+    }
     kernel[grid](
         q3,
         k3,
@@ -324,12 +425,7 @@ def triton_attention(
         *out.stride(),
         lq,
         lk,
-        HEAD_DIM=d,
-        D_PAD=max(16, _STATE["next_power_of_2"](d)),
-        BLOCK_M=block_m,
-        BLOCK_N=block_n,
-        CAUSAL=bool(causal),
-        PRECISION="ieee" if q3.dtype == torch.float32 else "tf32",
+        **_constexprs(q3.dtype, d, block_m, block_n, causal),
         **options,
     )
     return out.to(dtype).reshape(q.shape), lse.reshape(q.shape[:-1])

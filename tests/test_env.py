@@ -11,26 +11,73 @@ import torch
 from course_utils import env
 
 
-def test_pick_device_default_follows_cuda_mps_cpu_order(monkeypatch):
+def test_pick_device_default_is_cuda_else_cpu_never_mps(monkeypatch):
     monkeypatch.delenv(env.DEVICE_ENV_VAR, raising=False)
-    if torch.cuda.is_available():
-        expected = "cuda"
-    elif torch.backends.mps.is_available():
-        expected = "mps"
-    else:
-        expected = "cpu"
-    assert env.pick_device() == expected
-
-
-def test_pick_device_prefers_cuda_then_mps(monkeypatch):
-    monkeypatch.delenv(env.DEVICE_ENV_VAR, raising=False)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert env.pick_device() == "cuda"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert env.pick_device() == "cpu"  # MPS only when asked for
+
+
+def test_mps_is_used_when_asked_for(monkeypatch):
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    monkeypatch.setenv(env.DEVICE_ENV_VAR, "mps")
     assert env.pick_device() == "mps"
+    assert env.pick_device("mps") == "mps"
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
-    assert env.pick_device() == "cpu"
+    with pytest.raises(ValueError, match="no mps device"):
+        env.pick_device()
+
+
+def fake_gpu(monkeypatch, capability):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *_: capability)
+
+
+@pytest.mark.parametrize(
+    ("capability", "dtype", "backend"),
+    [
+        ((7, 5), torch.float16, "efficient"),  # a T4: no FlashAttention kernel below sm80
+        ((7, 5), torch.float32, "efficient"),
+        ((8, 0), torch.float16, "flash"),  # an A100
+        ((8, 0), torch.float32, "efficient"),  # FlashAttention takes only half precision
+        ((9, 0), torch.bfloat16, "flash"),  # an H100
+        ((8, 6), torch.bfloat16, "flash"),
+    ],
+)
+def test_sdpa_backend_follows_the_faked_gpu(monkeypatch, capability, dtype, backend):
+    fake_gpu(monkeypatch, capability)
+    assert env.cuda_capability() == capability
+    assert env.sdpa_backend(env.cuda_capability(), dtype) == backend
+
+
+def test_no_bfloat16_below_sm80(monkeypatch):
+    fake_gpu(monkeypatch, (7, 5))
+    assert not env.supports_bfloat16(env.cuda_capability())
+    with pytest.raises(ValueError, match="bfloat16 needs compute capability 8.0"):
+        env.sdpa_backend((7, 5), torch.bfloat16)
+    assert env.supports_bfloat16((8, 0)) and env.supports_bfloat16((9, 0))
+
+
+def test_without_a_gpu_pytorch_chooses(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert env.cuda_capability() is None
+    assert env.sdpa_backend(None, torch.float16) is None
+    assert not env.supports_bfloat16(None)
+
+
+def test_sdpa_kernel_enables_only_the_chosen_backend():
+    with env.sdpa_kernel("flash"):
+        assert torch.backends.cuda.flash_sdp_enabled()
+        assert not torch.backends.cuda.mem_efficient_sdp_enabled()
+    with env.sdpa_kernel("efficient"):
+        assert torch.backends.cuda.mem_efficient_sdp_enabled()
+        assert not torch.backends.cuda.flash_sdp_enabled()
+    with env.sdpa_kernel(None):
+        assert torch.backends.cuda.flash_sdp_enabled()
+    with pytest.raises(ValueError, match="backend must be one of"):
+        env.sdpa_kernel("cudnn")
 
 
 def test_environment_variable_forces_a_device(monkeypatch):
@@ -46,6 +93,13 @@ def test_unknown_device_name_is_a_clear_error(monkeypatch):
         env.pick_device("gpu")
     with pytest.raises(TypeError, match="name must be a str"):
         env.pick_device(0)
+
+
+def test_environment_report_names_the_gpu_and_its_capability(monkeypatch):
+    monkeypatch.delenv(env.DEVICE_ENV_VAR, raising=False)
+    fake_gpu(monkeypatch, (7, 5))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: "Tesla T4")
+    assert env.environment_report()["device"] == "cuda (Tesla T4, compute capability 7.5)"
 
 
 def test_unavailable_device_is_a_clear_error(monkeypatch):

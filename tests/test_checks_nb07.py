@@ -1,59 +1,78 @@
-"""The notebook 07 checkers accept a correct solution and catch plausible mistakes."""
+"""Notebook 07's checkers: right answers pass, plausible mistakes fail with a reason."""
 
 import numpy as np
+from checker_table import right, table_test, wrong
 
+from course_utils.calculus import derivative, numerical_gradient
 from course_utils.checks import nb07
 
 
-def stub(*args):
-    raise NotImplementedError
-
-
-def central(f, x, h):
+def central_difference(f, x, h):
     return (f(x + h) - f(x - h)) / (2 * h)
 
 
-def forward(f, x, h):
-    return (f(x + h) - f(x)) / h
-
-
-def gradient(f, x):
-    x = np.asarray(x, dtype=np.float64)
+def gradient(f, x, h=1e-5, as_float=True, central=True):
+    x = np.asarray(x, dtype=np.float64) if as_float else x
     grad = np.zeros_like(x)
-    h = 1e-5
-    for i in np.ndindex(x.shape):
+    for index in np.ndindex(x.shape):
         step = np.zeros_like(x)
-        step[i] = h
-        grad[i] = (f(x + step) - f(x - step)) / (2 * h)
+        step[index] = h
+        grad[index] = (f(x + step) - f(x - step if central else x)) / ((1 + central) * h)
     return grad
 
 
-def flat_gradient(f, x):
-    return gradient(f, x).ravel()
+def gradient_nudging_x(f, x, h=1e-5):
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        x[index] += h
+        up = f(x)
+        x[index] -= 2 * h
+        grad[index] = (up - f(x)) / (2 * h)
+        x[index] += h  # back to where it was, up to rounding
+    return grad
 
 
-def ce_grad(z, target):
+def cross_entropy_grad(z, target):
     e = np.exp(z - np.max(z))
     p = e / e.sum()
     return p - np.eye(len(z))[target]
 
 
-def test_central_difference():
-    assert nb07.check_central_difference(central).passed
-    assert nb07.check_central_difference(forward).status == "failed"
-    no_half = nb07.check_central_difference(lambda f, x, h: (f(x + h) - f(x - h)) / h)
-    assert no_half.status == "failed"
-    assert nb07.check_central_difference(stub).status == "not attempted"
+ROWS = [
+    *right(nb07.check_central_difference, course_utils=derivative, worked=central_difference),
+    *wrong(
+        nb07.check_central_difference,
+        forward=(lambda f, x, h: (f(x + h) - f(x)) / h,
+                 "x^2 at 3 (exactly 6 for a central difference): values differ: expected "
+                 "5.999999999999339, got 6.000999999999479"),
+        no_half=(lambda f, x, h: (f(x + h) - f(x - h)) / h, "got 11.999999999998678"),
+        precedence=(lambda f, x, h: (f(x + h) - f(x - h)) / 2 * h, "got 5.9999999999993395e-06"),
+    ),
+    *right(nb07.check_numerical_gradient, course_utils=numerical_gradient, worked=gradient),
+    *wrong(
+        nb07.check_numerical_gradient,
+        flattened=(lambda f, x: gradient(f, x).ravel(),
+                   "a 2x2 input: keep the shape: shape: expected (2, 2), got (4,)"),
+        forward=(lambda f, x: gradient(f, x, central=False),
+                 "x^2 + y^2 at (3, 4) -> (6, 8): values differ: expected [6., 8.], got "
+                 "[6.00001, 8.00001]"),
+        integer_steps=(lambda f, x: gradient(f, x, as_float=False),
+                       "integers in: a step of 1e-5 needs floats: dtype: expected float64, got "
+                       "int64"),
+        nudges_x=(gradient_nudging_x, "changed its argument `x` in place"),
+        big_step=(lambda f, x: gradient(f, x, h=1e-2),
+                  "logsumexp: its gradient is softmax: values differ"),
+    ),
+    *right(nb07.check_cross_entropy_grad, worked=cross_entropy_grad),
+    *wrong(
+        nb07.check_cross_entropy_grad,
+        negated=(lambda z, t: -cross_entropy_grad(z, t),
+                 "the worst at [0]: expected -0.3409988611140321, got 0.3409988611140321"),
+        no_softmax=(lambda z, t: z - np.eye(len(z))[t], "values differ"),
+        unstable=(lambda z, t: np.exp(z) / np.exp(z).sum() - np.eye(len(z))[t],
+                  "huge logits: use a stable softmax: values differ: expected [1., -1., 0.], "
+                  "got [nan, -1., 0.]; 1 of 3 entries differ (1 is nan)"),
+    ),
+]
 
-
-def test_numerical_gradient():
-    assert nb07.check_numerical_gradient(gradient).passed
-    assert nb07.check_numerical_gradient(flat_gradient).status == "failed"
-    assert nb07.check_numerical_gradient(stub).status == "not attempted"
-
-
-def test_cross_entropy_grad():
-    assert nb07.check_cross_entropy_grad(ce_grad).passed
-    assert nb07.check_cross_entropy_grad(lambda z, t: -ce_grad(z, t)).status == "failed"
-    assert nb07.check_cross_entropy_grad(lambda z, t: z - np.eye(len(z))[t]).status == "failed"
-    assert nb07.check_cross_entropy_grad(stub).status == "not attempted"
+test_checker = table_test(ROWS)

@@ -1,71 +1,107 @@
-"""The notebook 08 checkers accept a correct solution and catch plausible mistakes."""
+"""Notebook 08's checkers: right answers pass, plausible mistakes fail with a reason."""
 
 import math
 
 import numpy as np
+import torch
+from checker_table import right, table_test, wrong
 
 from course_utils.autograd import Value
 from course_utils.checks import nb08
 
 
-def stub(*args):
-    raise NotImplementedError
-
-
 def sigmoid(v):
-    s = 1 / (1 + math.exp(-v.data))
+    s = 1 / (1 + math.exp(-v.data)) if v.data >= 0 else math.exp(v.data) / (1 + math.exp(v.data))
     return Value(s, (v,), (s * (1 - s),), "sigmoid")
 
 
-def sigmoid_wrong_slope(v):
-    s = 1 / (1 + math.exp(-v.data))
-    return Value(s, (v,), (s,), "sigmoid")
-
-
 def sigmoid_from_ops(v):
-    return 1 / (1 + (-v).exp())
+    if v.data >= 0:
+        return 1 / (1 + (-v).exp())
+    return v.exp() / (1 + v.exp())
 
 
-def neuron_grads(w, b, x, y):
+def sigmoid_overflowing(v, slope=lambda s: s * (1 - s)):
+    s = 1 / (1 + math.exp(-v.data))
+    return Value(s, (v,), (slope(s),), "sigmoid")
+
+
+def neuron_grads(w, b, x, y, slope=True, factor=2.0):
     a = np.tanh(w @ x + b)
-    d_pre = 2 * (a - y) * (1 - a**2)
+    d_pre = factor * (a - y) * ((1 - a**2) if slope else 1.0)
     return d_pre * x, float(d_pre)
 
 
-def neuron_grads_no_tanh_slope(w, b, x, y):
-    a = np.tanh(w @ x + b)
-    d_pre = 2 * (a - y)
-    return d_pre * x, float(d_pre)
+def neuron_grads_by_torch(w, b, x, y):
+    w, b = torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True)
+    ((torch.tanh(w @ torch.tensor(x) + b) - y) ** 2).backward()
+    return w.grad.numpy(), b.grad.item()
 
 
-def adam_step(p, g, m, v, t, lr, beta1, beta2, eps):
+def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, correct=True):
     m = beta1 * m + (1 - beta1) * g
     v = beta2 * v + (1 - beta2) * g**2
-    m_hat, v_hat = m / (1 - beta1**t), v / (1 - beta2**t)
+    m_hat, v_hat = (m / (1 - beta1**t), v / (1 - beta2**t)) if correct else (m, v)
     return p - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
 
 
-def adam_step_without_bias_correction(p, g, m, v, t, lr, beta1, beta2, eps):
-    m = beta1 * m + (1 - beta1) * g
-    v = beta2 * v + (1 - beta2) * g**2
-    return p - lr * m / (np.sqrt(v) + eps), m, v
+def adam_step_in_place(p, g, m, v, t, lr, beta1, beta2, eps):
+    m *= beta1
+    m += (1 - beta1) * g
+    v *= beta2
+    v += (1 - beta2) * g**2
+    return p - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps), m, v
 
 
-def test_sigmoid():
-    assert nb08.check_sigmoid(sigmoid).passed
-    assert nb08.check_sigmoid(sigmoid_from_ops).passed  # composing the engine's ops also works
-    assert nb08.check_sigmoid(sigmoid_wrong_slope).status == "failed"
-    assert nb08.check_sigmoid(lambda v: 1 / (1 + math.exp(-v.data))).status == "failed"
-    assert nb08.check_sigmoid(stub).status == "not attempted"
+def adam_step_by_torch(p, g, m, v, t, lr, beta1, beta2, eps):
+    param = torch.tensor(p, requires_grad=True)
+    opt = torch.optim.Adam([param], lr=lr, betas=(beta1, beta2), eps=eps)
+    param.grad = torch.tensor(g)
+    opt.state[param] = {"step": torch.tensor(t - 1.0), "exp_avg": torch.tensor(m),
+                        "exp_avg_sq": torch.tensor(v)}
+    opt.step()
+    state = opt.state[param]
+    return param.detach().numpy(), state["exp_avg"].numpy(), state["exp_avg_sq"].numpy()
 
 
-def test_neuron_grads():
-    assert nb08.check_neuron_grads(neuron_grads).passed
-    assert nb08.check_neuron_grads(neuron_grads_no_tanh_slope).status == "failed"
-    assert nb08.check_neuron_grads(stub).status == "not attempted"
+ROWS = [
+    *right(nb08.check_sigmoid, node=sigmoid, from_ops=sigmoid_from_ops),
+    *wrong(
+        nb08.check_sigmoid,
+        overflows=(sigmoid_overflowing, "x = -800: e^800 overflows, so use e^x / (1 + e^x) for "
+                   "x < 0: raised OverflowError: math range error"),
+        overflows_from_ops=(lambda v: 1 / (1 + (-v).exp()),
+                            "raised OverflowError: exp(800.0) is too large for a float"),
+        slope_s=(lambda v: sigmoid_overflowing(v, slope=lambda s: s),
+                 "sigmoid(0) = 0.5, slope 0.25: d sigmoid / dx: values differ: expected 0.25, "
+                 "got 0.5"),
+        a_float=(lambda v: sigmoid(v).data, "raised TypeError: sigmoid must return a Value, got "
+                 "float"),
+        detached=(lambda v: Value(sigmoid(v).data), "d sigmoid / dx: values differ: expected "
+                  "0.25, got 0.0"),
+    ),
+    *right(nb08.check_neuron_grads, worked=neuron_grads, torch=neuron_grads_by_torch),
+    *wrong(
+        nb08.check_neuron_grads,
+        no_tanh_slope=(lambda w, b, x, y: neuron_grads(w, b, x, y, slope=False),
+                       "two inputs: dL/dw: values differ"),
+        no_factor_2=(lambda w, b, x, y: neuron_grads(w, b, x, y, factor=1.0),
+                     "two inputs: dL/dw: values differ"),
+        bias_as_array=(lambda w, b, x, y: (neuron_grads(w, b, x, y)[0],
+                                           np.array([neuron_grads(w, b, x, y)[1]])),
+                       "dL/db: expected a single number, got an array of shape (1,)"),
+        a_list=(lambda w, b, x, y: list(neuron_grads(w, b, x, y)),
+                "expected a tuple of 2 items (dL/dw, dL/db), got list"),
+    ),
+    *right(nb08.check_adam_step, worked=adam_step, torch=adam_step_by_torch),
+    *wrong(
+        nb08.check_adam_step,
+        no_bias_correction=(lambda *args: adam_step(*args, correct=False),
+                            "step 1: every |update| is about lr: new p: values differ"),
+        in_place=(adam_step_in_place, "changed its argument `m` in place"),
+        step_from_0=(lambda p, g, m, v, t, *rest: adam_step(p, g, m, v, t + 1, *rest),
+                     "new p: values differ"),
+    ),
+]
 
-
-def test_adam_step():
-    assert nb08.check_adam_step(adam_step).passed
-    assert nb08.check_adam_step(adam_step_without_bias_correction).status == "failed"
-    assert nb08.check_adam_step(stub).status == "not attempted"
+test_checker = table_test(ROWS)

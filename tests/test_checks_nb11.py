@@ -1,100 +1,96 @@
-"""The notebook 11 checkers accept the reference solutions and catch plausible mistakes."""
-
-from __future__ import annotations
+"""Notebook 11's checkers: right answers pass, plausible mistakes fail with a reason."""
 
 import math
 
 import torch
+from checker_table import right, table_test, wrong
 
 from course_utils import attention
 from course_utils.checks import nb11
 
 
-def stub(*args, **kwargs):
-    raise NotImplementedError
+def split_heads(x, n_heads, transpose=True):
+    b, n, d_model = x.shape
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+    if not transpose:
+        return x.reshape(b, n_heads, n, d_model // n_heads)
+    return x.reshape(b, n, n_heads, d_model // n_heads).transpose(1, 2)
 
 
-def test_split_heads() -> None:
-    assert nb11.check_split_heads(attention.split_heads).passed
-    assert nb11.check_split_heads(stub).status == "not attempted"
-
-    def no_transpose(x, n_heads):
-        b, n, d = x.shape
-        if d % n_heads:
-            raise ValueError("not divisible")
-        return x.reshape(b, n_heads, n, d // n_heads)
-
-    def no_check(x, n_heads):
-        b, n, d = x.shape
-        return x[..., : d - d % n_heads].reshape(b, n, n_heads, -1).transpose(1, 2)
-
-    for wrong in (no_transpose, no_check):
-        assert nb11.check_split_heads(wrong).status == "failed", wrong.__name__
+def split_heads_dropping_features(x, n_heads):
+    b, n, d_model = x.shape
+    d_k = d_model // n_heads  # 10 // 4 = 2: two features silently dropped
+    return x[..., : n_heads * d_k].reshape(b, n, n_heads, d_k).transpose(1, 2)
 
 
-def test_merge_heads() -> None:
-    assert nb11.check_merge_heads(attention.merge_heads).passed
-    assert nb11.check_merge_heads(stub).status == "not attempted"
-
-    def no_transpose(x):
-        b, h, n, d_k = x.shape
-        return x.reshape(b, n, h * d_k)
-
-    def sum_heads(x):
-        return x.sum(dim=1)
-
-    for wrong in (no_transpose, sum_heads):
-        assert nb11.check_merge_heads(wrong).status == "failed", wrong.__name__
+def merge_heads(x):
+    b, h, n, d_k = x.shape
+    return x.transpose(1, 2).reshape(b, n, h * d_k)
 
 
-def _mha(x, w_q, w_k, w_v, w_o, n_heads, scale_by_d_model=False, skip_w_o=False):
-    b, n, d = x.shape
-    d_k = d // n_heads
-    split = lambda t: t.reshape(b, n, n_heads, d_k).transpose(1, 2)  # noqa: E731
-    q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
-    scale = math.sqrt(d if scale_by_d_model else d_k)
-    z = (torch.softmax(q @ k.transpose(-2, -1) / scale, dim=-1) @ v).transpose(1, 2)
-    z = z.reshape(b, n, d)
-    return z if skip_w_o else z @ w_o
+def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, scale_by_d_model=False, use_w_o=True):
+    q, k, v = (split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
+    d = x.shape[-1] if scale_by_d_model else q.shape[-1]
+    z = merge_heads(torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), dim=-1) @ v)
+    return z @ w_o if use_w_o else z
 
 
-def test_multi_head_attention() -> None:
-    assert nb11.check_multi_head_attention(_mha).passed
-    assert nb11.check_multi_head_attention(stub).status == "not attempted"
-
-    def scaled_by_d_model(*args):
-        return _mha(*args, scale_by_d_model=True)
-
-    def forgets_w_o(*args):
-        return _mha(*args, skip_w_o=True)
-
-    def one_head_only(x, w_q, w_k, w_v, w_o, n_heads):
-        return _mha(x, w_q, w_k, w_v, w_o, 1)
-
-    for wrong in (scaled_by_d_model, forgets_w_o, one_head_only):
-        assert nb11.check_multi_head_attention(wrong).status == "failed", wrong.__name__
+def parameter_count(d_model, n_heads, bias=True):
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+    return 4 * d_model * d_model + (4 * d_model if bias else 0)
 
 
-def test_parameter_count() -> None:
-    def good(d_model, n_heads, bias=True):
-        if d_model % n_heads:
-            raise ValueError("not divisible")
-        return 4 * d_model**2 + (4 * d_model if bias else 0)
+def parameter_count_by_torch(d_model, n_heads, bias=True):
+    if d_model % n_heads:
+        raise ValueError("not divisible")
+    layer = torch.nn.MultiheadAttention(d_model, n_heads, bias=bias)
+    return sum(p.numel() for p in layer.parameters())
 
-    assert nb11.check_parameter_count(good).passed
-    assert nb11.check_parameter_count(stub).status == "not attempted"
 
-    def three_matrices(d_model, n_heads, bias=True):
-        return good(d_model, n_heads, bias) - d_model**2 - (d_model if bias else 0)
+ROWS = [
+    *right(nb11.check_split_heads, course_utils=attention.split_heads, worked=split_heads),
+    *wrong(
+        nb11.check_split_heads,
+        no_transpose=(lambda x, h: split_heads(x, h, transpose=False),
+                      "arange: (1, 2, 6) into 2 heads: values differ"),
+        drops_features=(split_heads_dropping_features,
+                        "10 is not divisible by 4: should raise ValueError"),
+        view_after_transpose=(lambda x, h: x.transpose(1, 2).reshape(x.shape[0], h, x.shape[1],
+                                                                     -1),
+                              "values differ"),
+    ),
+    *right(nb11.check_merge_heads, course_utils=attention.merge_heads, worked=merge_heads),
+    *wrong(
+        nb11.check_merge_heads,
+        no_transpose=(lambda x: x.reshape(x.shape[0], x.shape[2], -1),
+                      "arange: 2 heads, 2 tokens, d_k = 3: values differ"),
+        sums_heads=(lambda x: x.sum(dim=1), "shape: expected (1, 2, 6), got (1, 2, 3)"),
+        view=(lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1),
+              "raised RuntimeError: view size is not compatible"),
+    ),
+    *right(nb11.check_multi_head_attention, worked=multi_head_attention),
+    *wrong(
+        nb11.check_multi_head_attention,
+        scaled_by_d_model=(lambda *args: multi_head_attention(*args, scale_by_d_model=True),
+                           "two heads, d_k = 4: values differ"),
+        forgets_w_o=(lambda *args: multi_head_attention(*args, use_w_o=False),
+                     "one head: plain attention: values differ"),
+        one_head=(lambda *args: multi_head_attention(*args[:5], 1),
+                  "two heads, d_k = 4: values differ"),
+    ),
+    *right(nb11.check_parameter_count, worked=parameter_count, torch=parameter_count_by_torch),
+    *wrong(
+        nb11.check_parameter_count,
+        three_matrices=(lambda d, h, bias=True: parameter_count(d, h, bias) * 3 // 4,
+                        "d_model = 8: 4·64 + 4·8 = 288: values differ: expected 288, got 216"),
+        ignores_bias=(lambda d, h, bias=True: parameter_count(d, h),
+                      "without biases: values differ: expected 1048576, got 1050624"),
+        per_head=(lambda d, h, bias=True: parameter_count(d, h, bias) * h, "expected 288, got 576"),
+        a_float=(lambda d, h, bias=True: parameter_count(d, h, bias) / 1,
+                 "expected an integer, got float 288.0"),
+    ),
+]
 
-    def ignores_bias(d_model, n_heads, bias=True):
-        return good(d_model, n_heads, True)
-
-    def per_head(d_model, n_heads, bias=True):
-        return good(d_model, n_heads, bias) * n_heads
-
-    def as_float(d_model, n_heads, bias=True):
-        return float(good(d_model, n_heads, bias))
-
-    for wrong in (three_matrices, ignores_bias, per_head, as_float):
-        assert nb11.check_parameter_count(wrong).status == "failed", wrong.__name__
+test_checker = table_test(ROWS)

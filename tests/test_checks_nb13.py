@@ -1,88 +1,97 @@
-"""The notebook 13 checkers accept the reference solutions and catch plausible mistakes."""
+"""Notebook 13's checkers: right answers pass, plausible mistakes fail with a reason."""
+
+import math
 
 import numpy as np
+import scipy.special
+import torch
+from checker_table import right, table_test, wrong
 
 from course_utils.checks import nb13
+from course_utils.layers import transformer_parameter_count
 
 
-def _stub(*args):
-    raise NotImplementedError
+def causal_mask(T, k=0, make=np.ones, dtype=bool):
+    if T < 1:
+        raise ValueError(f"T must be at least 1, got {T}")
+    return np.tril(make((T, T), dtype=dtype), k)
 
 
-def test_causal_mask_checker():
-    def good(T):
-        if T < 1:
-            raise ValueError("T")
-        return np.arange(T)[None, :] <= np.arange(T)[:, None]
-
-    assert nb13.check_causal_mask(good).passed
-    upper = nb13.check_causal_mask(lambda T: np.triu(np.ones((T, T), dtype=bool)))
-    assert upper.status == "failed"  # transposed: the future instead of the past
-    strict = nb13.check_causal_mask(lambda T: np.tril(np.ones((T, T), dtype=bool), -1))
-    assert strict.status == "failed"  # forgot the diagonal
-    assert nb13.check_causal_mask(_stub).status == "not attempted"
+def causal_mask_by_comparison(T):
+    if T < 1:
+        raise ValueError(f"T must be at least 1, got {T}")
+    return np.arange(T)[None, :] <= np.arange(T)[:, None]
 
 
-def _softmax(s):
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+def cross_attention(x, memory, w_q, w_k, w_v, kv_from=None, scale=True, stable=True):
+    if x.shape[-1] != memory.shape[-1]:
+        raise ValueError(f"x has {x.shape[-1]} features but memory has {memory.shape[-1]}")
+    source = memory if kv_from is None else kv_from(x, memory)
+    q, k, v = x @ w_q, source @ w_k, source @ w_v
+    scores = q @ k.T / (np.sqrt(q.shape[-1]) if scale else 1.0)
+    if not stable:
+        return np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True) @ v
+    return scipy.special.softmax(scores, axis=-1) @ v
 
 
-def test_cross_attention_checker():
-    def good(x, m, wq, wk, wv):
-        if x.shape[-1] != m.shape[-1]:
-            raise ValueError("features")
-        q, k = x @ wq, m @ wk
-        return _softmax(q @ k.T / np.sqrt(q.shape[-1])) @ (m @ wv)
-
-    def self_attention(x, m, wq, wk, wv):  # K, V from the decoder input by mistake
-        if x.shape[-1] != m.shape[-1]:
-            raise ValueError("features")
-        q, k = x @ wq, x @ wk
-        return _softmax(q @ k.T / np.sqrt(q.shape[-1])) @ (x @ wv)
-
-    def unscaled(x, m, wq, wk, wv):  # forgot the 1/sqrt(d_k)
-        if x.shape[-1] != m.shape[-1]:
-            raise ValueError("features")
-        return _softmax((x @ wq) @ (m @ wk).T) @ (m @ wv)
-
-    def naive_softmax(x, m, wq, wk, wv):  # overflows on large scores
-        if x.shape[-1] != m.shape[-1]:
-            raise ValueError("features")
-        s = (x @ wq) @ (m @ wk).T / np.sqrt(wq.shape[-1])
-        with np.errstate(over="ignore", invalid="ignore"):
-            e = np.exp(s)
-            return (e / e.sum(axis=-1, keepdims=True)) @ (m @ wv)
-
-    assert nb13.check_cross_attention(good).passed
-    for wrong in (self_attention, unscaled, naive_softmax):
-        assert nb13.check_cross_attention(wrong).status == "failed", wrong.__name__
-    assert nb13.check_cross_attention(_stub).status == "not attempted"
+def transformer_params(vocab_size, d_model, d_ff, n_layers, cross=True, biases=True):
+    d = d_model
+    attention = 4 * d * d + biases * 4 * d
+    ffn = 2 * d * d_ff + biases * (d_ff + d)
+    encoder = attention + ffn + 4 * d
+    decoder = (1 + cross) * attention + ffn + (4 + 2 * cross) * d
+    return n_layers * (encoder + decoder) + vocab_size * d
 
 
-def test_transformer_params_checker():
-    def good(v, d, ff, n):
-        a, f, ln = 4 * d * d + 4 * d, 2 * d * ff + ff + d, 2 * d
-        return n * (a + f + 2 * ln) + n * (2 * a + f + 3 * ln) + v * d
+ROWS = [
+    *right(nb13.check_causal_mask, worked=causal_mask_by_comparison, tril=causal_mask),
+    *wrong(
+        nb13.check_causal_mask,
+        ones_as_floats=(lambda T: causal_mask(T, dtype=float),
+                        "T = 1: a single position sees itself: dtype: expected bool entries "
+                        "(bool), got float64"),
+        integers=(lambda T: causal_mask(T, dtype=np.int64),
+                  "dtype: expected bool entries (bool), got int64"),
+        upper=(lambda T: causal_mask(T).T, "T = 4: the lower triangle, diagonal included: values "
+               "differ"),
+        no_diagonal=(lambda T: causal_mask(T, k=-1), "T = 1: a single position sees itself: "
+                     "values differ: expected [[True]], got [[False]]"),
+        a_tensor=(lambda T: torch.from_numpy(causal_mask(T)),
+                  "expected a numpy.ndarray, got torch.Tensor"),
+    ),
+    *right(nb13.check_cross_attention, worked=cross_attention),
+    *wrong(
+        nb13.check_cross_attention,
+        self_attention=(lambda *args: cross_attention(*args, kv_from=lambda x, m: x),
+                        "T = 3, S = 5: values differ"),
+        unscaled=(lambda *args: cross_attention(*args, scale=False), "T = 3, S = 5: values differ"),
+        naive_softmax=(lambda *args: cross_attention(*args, stable=False),
+                       "large scores: the softmax must not overflow: values differ"),
+    ),
+    *right(nb13.check_transformer_params, worked=transformer_params,
+           course_utils=lambda v, d, ff, n: transformer_parameter_count(v, v, d, ff, n, n,
+                                                                        share_embeddings=True)),
+    *wrong(
+        nb13.check_transformer_params,
+        no_cross_attention=(lambda *args: transformer_params(*args, cross=False),
+                            "the base model: 63,082,496: values differ: expected 63082496, got "
+                            "56772608 (|error| 6309888)"),
+        no_biases=(lambda *args: transformer_params(*args, biases=False),
+                   "the base model: 63,082,496: values differ"),
+        a_float=(lambda *args: transformer_params(*args) / 1.0,
+                 "expected an integer, got float 63082496.0"),
+    ),
+    *right(nb13.check_layer_flops, worked=lambda n, d: (4 * n * n * d, 4 * n * d * d)),
+    *wrong(
+        nb13.check_layer_flops,
+        math_pow=(lambda n, d: (4 * math.pow(n, 2) * d, 4 * n * math.pow(d, 2)),
+                  "attention: expected an integer, got float 2097152.0"),
+        swapped=(lambda n, d: (4 * n * d * d, 4 * n * n * d),
+                 "attention: values differ: expected 2097152, got 33554432"),
+        halved=(lambda n, d: (2 * n * n * d, 2 * n * d * d), "attention: values differ"),
+        a_list=(lambda n, d: [4 * n * n * d, 4 * n * d * d],
+                "expected a tuple of 2 items (attention, recurrent), got list"),
+    ),
+]
 
-    def no_cross_attention(v, d, ff, n):
-        a, f, ln = 4 * d * d + 4 * d, 2 * d * ff + ff + d, 2 * d
-        return n * (a + f + 2 * ln) + n * (a + f + 2 * ln) + v * d
-
-    def no_biases(v, d, ff, n):
-        a, f, ln = 4 * d * d, 2 * d * ff, 2 * d
-        return n * (a + f + 2 * ln) + n * (2 * a + f + 3 * ln) + v * d
-
-    assert nb13.check_transformer_params(good).passed
-    assert nb13.check_transformer_params(no_cross_attention).status == "failed"
-    assert nb13.check_transformer_params(no_biases).status == "failed"
-    assert nb13.check_transformer_params(_stub).status == "not attempted"
-
-
-def test_layer_flops_checker():
-    assert nb13.check_layer_flops(lambda n, d: (4 * n * n * d, 4 * n * d * d)).passed
-    swapped = nb13.check_layer_flops(lambda n, d: (4 * n * d * d, 4 * n * n * d))
-    assert swapped.status == "failed"
-    halved = nb13.check_layer_flops(lambda n, d: (2 * n * n * d, 2 * n * d * d))
-    assert halved.status == "failed"
-    assert nb13.check_layer_flops(_stub).status == "not attempted"
+test_checker = table_test(ROWS)

@@ -1,84 +1,111 @@
-"""The notebook 14 checkers accept the reference solutions and catch plausible mistakes."""
+"""Notebook 14's checkers: right answers pass, plausible mistakes fail with a reason."""
 
 import torch
+import torch.nn.functional as F
+from checker_table import right, table_test, wrong
 
 from course_utils.checks import nb14
+from course_utils.training import sequence_loss, warmup_lr
 
 
-def _stub(*args):
-    raise NotImplementedError
+def pad_and_mask(sequences, pad_id, dtype=torch.long, mask_dtype=torch.bool):
+    if len(sequences) == 0:
+        raise ValueError("sequences must not be empty")
+    longest = max(len(s) for s in sequences)
+    padded = torch.full((len(sequences), longest), pad_id, dtype=dtype)
+    mask = torch.zeros(len(sequences), longest, dtype=mask_dtype)
+    for row, seq in enumerate(sequences):
+        padded[row, : len(seq)] = torch.tensor(seq, dtype=dtype)
+        mask[row, : len(seq)] = True
+    return padded, mask
 
 
-def test_pad_and_mask_checker():
-    def good(seqs, pad_id):
-        if not seqs:
-            raise ValueError("empty")
-        n = max(len(s) for s in seqs)
-        padded = torch.tensor([s + [pad_id] * (n - len(s)) for s in seqs])
-        mask = torch.tensor([[True] * len(s) + [False] * (n - len(s)) for s in seqs])
-        return padded, mask
-
-    def mask_from_ids(seqs, pad_id):  # wrong when a real token equals 0
-        padded, _ = good(seqs, pad_id)
-        return padded, padded != 0
-
-    def left_padded(seqs, pad_id):
-        if not seqs:
-            raise ValueError("empty")
-        n = max(len(s) for s in seqs)
-        padded = torch.tensor([[pad_id] * (n - len(s)) + s for s in seqs])
-        return padded, padded != pad_id
-
-    assert nb14.check_pad_and_mask(good).passed
-    assert nb14.check_pad_and_mask(mask_from_ids).status == "failed"
-    assert nb14.check_pad_and_mask(left_padded).status == "failed"
-    assert nb14.check_pad_and_mask(_stub).status == "not attempted"
+def pad_in_place(sequences, pad_id):
+    if not sequences:
+        raise ValueError("no sequences")
+    lengths = [len(s) for s in sequences]
+    for seq in sequences:
+        seq.extend([pad_id] * (max(lengths) - len(seq)))
+    padded = torch.tensor(sequences)
+    return padded, torch.arange(padded.shape[1]) < torch.tensor(lengths)[:, None]
 
 
-def test_masked_cross_entropy_checker():
-    def good(logits, targets, pad_id):
-        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(),
-                                                 ignore_index=pad_id)
-
-    def counts_padding(logits, targets, pad_id):  # sums real positions, divides by all
-        log_p = torch.log_softmax(logits, -1).gather(-1, targets[..., None])[..., 0]
-        return -(log_p * (targets != pad_id)).sum() / targets.numel()
-
-    def log_of_softmax(logits, targets, pad_id):  # underflows to -inf for large logits
-        log_p = torch.log(torch.softmax(logits, -1)).gather(-1, targets[..., None])[..., 0]
-        real = targets != pad_id
-        return -(log_p[real]).sum() / real.sum()
-
-    assert nb14.check_masked_cross_entropy(good).passed
-    assert nb14.check_masked_cross_entropy(counts_padding).status == "failed"
-    assert nb14.check_masked_cross_entropy(log_of_softmax).status == "failed"
-    assert nb14.check_masked_cross_entropy(_stub).status == "not attempted"
+def left_padded(sequences, pad_id):
+    padded, mask = pad_and_mask(sequences, pad_id)
+    return padded.flip(-1), mask.flip(-1)  # also reverses the tokens
 
 
-def test_noam_lr_checker():
-    def good(step, d, w):
-        if step < 1:
-            raise ValueError("step")
-        return d**-0.5 * min(step**-0.5, step * w**-1.5)
-
-    def uses_max(step, d, w):
-        if step < 1:
-            raise ValueError("step")
-        return d**-0.5 * max(step**-0.5, step * w**-1.5)
-
-    def no_check(step, d, w):
-        return d**-0.5 * min(step**-0.5 if step else 0.0, step * w**-1.5)
-
-    assert nb14.check_noam_lr(good).passed
-    assert nb14.check_noam_lr(uses_max).status == "failed"
-    assert nb14.check_noam_lr(no_check).status == "failed"
-    assert nb14.check_noam_lr(_stub).status == "not attempted"
+def masked_cross_entropy(logits, targets, pad_id, log_p=torch.log_softmax, divide_by_all=False):
+    picked = log_p(logits, dim=-1).gather(-1, targets[..., None])[..., 0]
+    real = targets != pad_id
+    return -(picked[real]).sum() / (targets.numel() if divide_by_all else real.sum())
 
 
-def test_teacher_forcing_checker():
-    assert nb14.check_teacher_forcing(lambda ids, b, e: ([b, *ids], [*ids, e])).passed
-    swapped = nb14.check_teacher_forcing(lambda ids, b, e: ([*ids, e], [b, *ids]))
-    assert swapped.status == "failed"
-    same = nb14.check_teacher_forcing(lambda ids, b, e: ([b, *ids, e], [b, *ids, e]))
-    assert same.status == "failed"
-    assert nb14.check_teacher_forcing(_stub).status == "not attempted"
+def masked_cross_entropy_marking_targets(logits, targets, pad_id):
+    targets[targets == pad_id] = -100  # PyTorch's ignore_index, written into the caller's targets
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def noam_lr(step, d_model, warmup, pick=min, check=True):
+    if check and step < 1:
+        raise ValueError(f"step must be at least 1, got {step}")
+    return d_model**-0.5 * pick(step**-0.5 if step else 0.0, step * warmup**-1.5)
+
+
+def teacher_forcing_in_place(ids, bos_id, eos_id):
+    labels = ids + [eos_id]
+    ids.insert(0, bos_id)
+    return ids, labels
+
+
+ROWS = [
+    *right(nb14.check_pad_and_mask, worked=pad_and_mask),
+    *wrong(
+        nb14.check_pad_and_mask,
+        mask_from_ids=(lambda seqs, pad: (pad_and_mask(seqs, pad)[0],
+                                          pad_and_mask(seqs, pad)[0] != pad),
+                       "a real 0 inside a sentence: the mask comes from the lengths: mask: "
+                       "values differ"),
+        int_mask=(lambda seqs, pad: pad_and_mask(seqs, pad, mask_dtype=torch.long),
+                  "mask: dtype: expected bool entries (torch.bool), got torch.int64"),
+        float_padded=(lambda seqs, pad: pad_and_mask(seqs, pad, dtype=torch.float32),
+                      "padded: dtype: expected integer entries (torch.int64), got torch.float32"),
+        left_padded=(left_padded, "three lengths, pad 0: padded: values differ"),
+        pads_the_input=(pad_in_place, "changed its argument `sequences` in place"),
+    ),
+    *right(nb14.check_masked_cross_entropy, course_utils=sequence_loss, worked=masked_cross_entropy,
+           torch=lambda z, t, pad: F.cross_entropy(z.flatten(0, 1), t.flatten(), ignore_index=pad)),
+    *wrong(
+        nb14.check_masked_cross_entropy,
+        counts_padding=(lambda *args: masked_cross_entropy(*args, divide_by_all=True),
+                        "padding at the ends of rows: values differ"),
+        log_of_softmax=(lambda *args: masked_cross_entropy(
+            *args, log_p=lambda z, dim: torch.log(torch.softmax(z, dim=dim))),
+                        "large logits: log_softmax, not log(softmax): values differ: expected "
+                        "112.5989990234375, got inf"),
+        a_float=(lambda *args: masked_cross_entropy(*args).item(),
+                 "expected a torch.Tensor, got float"),
+        marks_targets=(masked_cross_entropy_marking_targets,
+                       "changed its argument `targets` in place"),
+    ),
+    *right(nb14.check_noam_lr, course_utils=warmup_lr, worked=noam_lr),
+    *wrong(
+        nb14.check_noam_lr,
+        uses_max=(lambda *args: noam_lr(*args, pick=max), "the first step: values differ"),
+        no_check=(lambda *args: noam_lr(*args, check=False),
+                  "step 0 does not exist: should raise ValueError, returned 0.0"),
+    ),
+    *right(nb14.check_teacher_forcing, worked=lambda ids, bos, eos: ([bos, *ids], [*ids, eos])),
+    *wrong(
+        nb14.check_teacher_forcing,
+        swapped=(lambda ids, bos, eos: ([*ids, eos], [bos, *ids]),
+                 "decoder_input: values differ: expected [1, 7, 8, 9], got [7, 8, 9, 2]"),
+        both_tokens=(lambda ids, bos, eos: ([bos, *ids, eos], [bos, *ids, eos]),
+                     "decoder_input: shape: expected (4,), got (5,)"),
+        inserts_into_ids=(teacher_forcing_in_place, "changed its argument `ids` in place"),
+        tuples=(lambda ids, bos, eos: ((bos, *ids), (*ids, eos)),
+                "decoder_input: expected a list, got tuple"),
+    ),
+]
+
+test_checker = table_test(ROWS)

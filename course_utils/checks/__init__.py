@@ -6,25 +6,47 @@ A notebook exercise gives a stub that raises ``NotImplementedError`` and a check
 
     check_function(my_softmax, reference=softmax, cases=[Case(([2.0, 1.0, 0.1],), "basic")])
 
-It prints one verdict per case (expected against got, shape, dtype, or the exception raised) and
-returns a :class:`CheckResult` that tests can assert on. A stub still raising
-``NotImplementedError`` is reported as "not attempted yet", not as a failure.
+It prints one verdict per case (expected against got, shape, dtype, the exception raised, or the
+argument the function changed in place) and returns a :class:`CheckResult` that tests can assert
+on. A stub still raising ``NotImplementedError`` is reported as "not attempted yet", not as a
+failure.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-NOT_ATTEMPTED = "not attempted"
-PASSED = "passed"
-FAILED = "failed"
+if TYPE_CHECKING:
+    import torch
+
 _MISSING = object()
+_DUMP_LIMIT = 16  # arrays with more entries are described by shape and index, not printed
+_KIND_NAMES = {"b": "bool", "i": "integer", "u": "integer", "f": "float", "c": "complex"}
+_SCALAR_ACCEPTS = {"bool": {"bool"}, "integer": {"integer"}, "float": {"integer", "float"},
+                   "complex": {"integer", "float", "complex"}}
+
+
+class Status(Enum):
+    """A checker's verdict on the whole exercise."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_ATTEMPTED = "not attempted"
+
+
+class RuleBroken(Exception):
+    """Raised by a checker around the learner's code when it breaks a rule the exercise states
+    (no ``@``, no loop, read once); the message is the verdict."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +64,14 @@ class Case:
     expected: Any = _MISSING
     raises: type[BaseException] | None = None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.args, tuple):
+            raise TypeError(f"args must be a tuple, got {type(self.args).__name__}")
+        if self.raises is not None and not (
+            isinstance(self.raises, type) and issubclass(self.raises, BaseException)
+        ):
+            raise TypeError(f"raises must be an exception type, got {self.raises!r}")
+
 
 @dataclass(frozen=True)
 class CaseResult:
@@ -54,95 +84,233 @@ class CaseResult:
 
 @dataclass
 class CheckResult:
-    """What a checker found: ``status`` is "passed", "failed" or "not attempted"."""
+    """What a checker found: its :class:`Status` and the verdict on every case."""
 
     name: str
-    status: str
+    status: Status
     cases: list[CaseResult]
 
     @property
     def passed(self) -> bool:
-        return self.status == PASSED
+        return self.status is Status.PASSED
 
     @property
     def n_passed(self) -> int:
         return sum(case.passed for case in self.cases)
 
     def __repr__(self) -> str:
-        if self.status == NOT_ATTEMPTED:
+        if self.status is Status.NOT_ATTEMPTED:
             return f"{self.name}: not attempted yet (replace `raise NotImplementedError` with code)"
-        return f"{self.name}: {self.status} ({self.n_passed}/{len(self.cases)} cases)"
+        return f"{self.name}: {self.status.value} ({self.n_passed}/{len(self.cases)} cases)"
+
+
+def wraps_answer(func: Any) -> Callable[[Callable], Callable]:
+    """``functools.wraps(func)`` for a checker's wrapper around the learner's ``func``, so that
+    messages use the learner's names; ``TypeError`` when ``func`` is not a function."""
+    if not callable(func):
+        raise TypeError(f"func must be a function, got {type(func).__name__}")
+    return functools.wraps(func)
+
+
+def randn(*shape: int, seed: int, scale: float = 1.0, shift: float = 0.0) -> torch.Tensor:
+    """A float64 torch tensor ``scale · N(0, 1) + shift`` of ``shape``, the same for a ``seed``."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    return scale * torch.randn(*shape, generator=g, dtype=torch.float64) + shift
+
+
+def _is_tensor(value: Any) -> bool:
+    return hasattr(value, "detach") and hasattr(value, "cpu")  # torch is not imported here
 
 
 def _as_array(value: Any) -> np.ndarray | None:
-    """A NumPy view of numbers (array, tensor, list, scalar), or None for anything else."""
-    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch.Tensor (torch not imported)
-        value = value.detach().cpu().numpy()
-    if isinstance(value, (np.ndarray, np.generic, int, float, complex, bool, list)):
+    """A NumPy copy of numbers (array, tensor, list, scalar), or None for anything else."""
+    if _is_tensor(value):
+        value = value.detach().cpu()
+        try:
+            return value.numpy()
+        except TypeError:  # bfloat16 and other dtypes NumPy lacks
+            return value.double().numpy()
+    if isinstance(value, (np.ndarray, np.generic, int, float, complex, list)):
         try:
             array = np.asarray(value)
         except ValueError:  # ragged nested lists
             return None
-        return array if array.dtype != object else None
+        return array if array.dtype.kind in _KIND_NAMES else None
     return None
 
 
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line, without NumPy's alignment spaces."""
+    return re.sub(r"(?<=\[) | (?=[,\]])", "", re.sub(r"\s+", " ", text))
+
+
+def _brief(value: Any) -> str:
+    return _one_line(str(value) if isinstance(value, np.generic) else repr(value))[:80]
+
+
+def _describe(value: Any) -> str:
+    return f"{_type_name(value)} {_brief(value)}"
+
+
+def _family(value: Any) -> str | None:
+    """The kind of container a result must come in, or None for a plain number."""
+    if _is_tensor(value):
+        return "torch.Tensor"
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        return "numpy.ndarray"
+    return "list" if isinstance(value, list) else None
+
+
+def _dtype_name(value: Any, array: np.ndarray) -> str:
+    return str(value.dtype) if _is_tensor(value) else str(array.dtype)
+
+
 def _short(array: np.ndarray) -> str:
-    with np.printoptions(precision=4, suppress=True, threshold=12, edgeitems=3):
-        return np.array2string(np.asarray(array), separator=", ")
+    with np.printoptions(precision=8, floatmode="maxprec", threshold=_DUMP_LIMIT, edgeitems=3):
+        return _one_line(np.array2string(array, separator=", "))
 
 
-def compare(got: Any, expected: Any, *, rtol: float = 1e-6, atol: float = 1e-9) -> str | None:
+def _index(index: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def _entry(have: np.ndarray, want: np.ndarray, index: tuple) -> str:
+    """'expected 0.8, got 0.5714285714285714 (|error| 0.23)': every digit that differs."""
+    got, wanted = have[index], want[index]
+    text = f"expected {wanted}, got {got}"
+    if have.dtype.kind in "iu" and want.dtype.kind in "iu":
+        text += f" (|error| {abs(int(got) - int(wanted))})"
+    elif want.dtype.kind != "b" and np.isfinite(got) and np.isfinite(wanted):
+        text += f" (|error| {abs(complex(got) - complex(wanted)):.2g})"
+    return text
+
+
+def _dtype_problem(got: Any, have: np.ndarray, expected: Any, want: np.ndarray,
+                   exact: bool) -> str | None:
+    got_kind, want_kind = _KIND_NAMES[have.dtype.kind], _KIND_NAMES[want.dtype.kind]
+    if _family(expected) is None:  # a plain number: an int may stand for a float, not the reverse
+        if got_kind in _SCALAR_ACCEPTS[want_kind]:
+            return None
+        article = "an" if want_kind[0] in "ai" else "a"
+        return f"expected {article} {want_kind}, got {_describe(got)}"
+    got_dtype, want_dtype = _dtype_name(got, have), _dtype_name(expected, want)
+    if (exact or want_kind == "float") and got_dtype != want_dtype:
+        return f"dtype: expected {want_dtype}, got {got_dtype}"
+    if got_kind != want_kind:
+        return f"dtype: expected {want_kind} entries ({want_dtype}), got {got_dtype}"
+    return None
+
+
+def _values_problem(have: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str | None:
+    """Which entries differ, the worst one with every digit, NaN and inf named."""
+    if want.dtype.kind in "fc" or have.dtype.kind in "fc":
+        bad = ~np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        bad = np.asarray(have != want)
+    if not bad.any():
+        return None
+    if want.ndim == 0:
+        return f"values differ: {_entry(have, want, ())}"
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.abs(have.astype(np.complex128) - want.astype(np.complex128))
+    nan, inf = bad & np.isnan(have), bad & np.isinf(have)
+    error = np.where(nan | np.isnan(error), np.inf, error)  # a NaN is the worst entry
+    worst = np.unravel_index(np.argmax(np.where(bad, error, -1.0)), bad.shape)
+    counts = [f"{n} {'is' if n == 1 else 'are'} {what}"
+              for n, what in ((int(nan.sum()), "nan"), (int(inf.sum()), "inf")) if n]
+    nonfinite = f" ({', '.join(counts)})" if counts else ""
+    where = f"the worst at {_index(worst)}: {_entry(have, want, worst)}"
+    n_bad = f"{int(bad.sum())} of {bad.size}"
+    if want.size <= _DUMP_LIMIT:
+        return (f"values differ: expected {_short(want)}, got {_short(have)}; "
+                f"{n_bad} entries differ{nonfinite}, {where}")
+    first = _index(np.argwhere(bad)[0])
+    return (f"values differ in {n_bad} entries of shape {want.shape}{nonfinite}, the first at "
+            f"{first}; {where}")
+
+
+def _compare_numbers(got: Any, expected: Any, rtol: float, atol: float,
+                     exact_dtype: bool) -> str | None:
+    want = _as_array(expected)
+    if want is None:  # strings, None, other objects: plain equality
+        same = type(got) is type(expected) and got == expected
+        return None if same else f"expected {expected!r}, got {_brief(got)}"
+    family = _family(expected)
+    if family is not None and _family(got) != family:
+        return f"expected a {family}, got {_describe(got)}"
+    have = _as_array(got)
+    if have is None:
+        return f"expected a number or array, got {_describe(got)}"
+    if have.shape != want.shape:
+        if want.ndim == 0:
+            return f"expected a single number, got an array of shape {have.shape}"
+        return f"shape: expected {want.shape}, got {have.shape}"
+    return _dtype_problem(got, have, expected, want, exact_dtype) or _values_problem(
+        have, want, rtol, atol)
+
+
+def compare(got: Any, expected: Any, *, rtol: float = 1e-6, atol: float = 1e-9,
+            names: Sequence[str] = (), exact_dtype: bool = False) -> str | None:
     """``None`` when ``got`` matches ``expected``, else a sentence saying how it differs.
 
-    Numbers are compared with ``np.allclose(got, expected, rtol, atol)`` (NaN equals NaN) after
-    checking the kind of object, the shape and the dtype; tuples and dicts item by item.
+    Checks, in order: the kind of object (a torch tensor, a NumPy array, a list, a number), the
+    shape, the dtype (exactly for float arrays, or for every array with ``exact_dtype``; the
+    kind bool / integer / float otherwise; an int may stand for a float number), then the values
+    with ``np.isclose(got, expected, rtol, atol)`` (NaN equals NaN). Tuples and dicts are
+    compared part by part; ``names`` names a tuple's parts in the message.
     """
     if isinstance(expected, tuple):
+        if names and len(names) != len(expected):
+            raise ValueError(f"names must name all {len(expected)} items, got {names!r}")
+        labels = names or [f"item {i}" for i in range(len(expected))]
         if not isinstance(got, tuple) or len(got) != len(expected):
-            kind = type(got).__name__
-            return f"expected a tuple of {len(expected)} items, got {kind} {got!r:.80}"
-        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
-            problem = compare(g, e, rtol=rtol, atol=atol)
+            parts = f" ({', '.join(names)})" if names else ""
+            return f"expected a tuple of {len(expected)} items{parts}, got {_describe(got)}"
+        for label, g, e in zip(labels, got, expected, strict=True):
+            problem = compare(g, e, rtol=rtol, atol=atol, exact_dtype=exact_dtype)
             if problem:
-                return f"item {i}: {problem}"
+                return f"{label}: {problem}"
         return None
     if isinstance(expected, dict):
         if not isinstance(got, dict) or set(got) != set(expected):
-            return f"expected a dict with keys {sorted(expected)}, got {got!r:.80}"
+            return f"expected a dict with keys {sorted(expected)}, got {_brief(got)}"
         for key in expected:
-            problem = compare(got[key], expected[key], rtol=rtol, atol=atol)
+            problem = compare(got[key], expected[key], rtol=rtol, atol=atol,
+                              exact_dtype=exact_dtype)
             if problem:
                 return f"key {key!r}: {problem}"
         return None
-    want = _as_array(expected)
-    if want is None:  # strings, None, other objects: plain equality
-        return None if got == expected else f"expected {expected!r}, got {got!r}"
-    have = _as_array(got)
-    if have is None:
-        return f"expected a number or array, got {type(got).__name__} {got!r:.80}"
-    for library in ("torch", "numpy"):
-        wants = type(expected).__module__.startswith(library)
-        if wants and not type(got).__module__.startswith(library) and want.ndim > 0:
-            return f"expected a {library} array, got {type(got).__module__}.{type(got).__name__}"
-    if have.shape != want.shape:
-        return f"shape: expected {want.shape}, got {have.shape}"
-    if want.dtype.kind == "f" and want.ndim > 0 and have.dtype != want.dtype:
-        return f"dtype: expected {want.dtype}, got {have.dtype}"
-    if want.dtype.kind in "fc" or have.dtype.kind in "fc":
-        if have.dtype.kind not in "biufc":
-            return f"expected numbers, got dtype {have.dtype}"
-        ok = np.allclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
-        if not ok:
-            diff = np.abs(have.astype(np.float64) - want.astype(np.float64))
-            worst = np.nan if np.isnan(diff).all() else np.nanmax(diff)
-            return (
-                f"values differ: expected {_short(want)}, got {_short(have)}"
-                f" (max |error| {worst:.3g})"
-            )
-        return None
-    if not np.array_equal(have, want):
-        return f"values differ: expected {_short(want)}, got {_short(have)}"
+    return _compare_numbers(got, expected, rtol, atol, exact_dtype)
+
+
+def _argument_name(func: Callable, key: int | str) -> str:
+    if isinstance(key, str):
+        return key
+    try:
+        parameters = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):  # some builtins have no signature
+        parameters = []
+    positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY,
+                                                          p.POSITIONAL_OR_KEYWORD)]
+    return positional[key] if key < len(positional) else f"argument {key + 1}"
+
+
+def _changed_argument(func: Callable, case: Case, args: tuple, kwargs: dict) -> str | None:
+    """The message for the first argument (array, tensor, list, dict) ``func`` changed in place."""
+    before = {**dict(enumerate(case.args)), **case.kwargs}
+    after = {**dict(enumerate(args)), **kwargs}
+    for key, original in before.items():
+        mutable = isinstance(original, (list, dict, set, np.ndarray)) or _is_tensor(original)
+        if mutable and compare(after[key], original, rtol=0, atol=0) is not None:
+            return (f"changed its argument `{_argument_name(func, key)}` in place: work on a copy,"
+                    " the caller still needs its data")
     return None
 
 
@@ -154,13 +322,17 @@ def check_function(
     name: str | None = None,
     rtol: float = 1e-6,
     atol: float = 1e-9,
+    names: Sequence[str] = (),
+    exact_dtype: bool = False,
+    no_warnings: bool = False,
     verbose: bool = True,
 ) -> CheckResult:
     """Run ``func`` on every case, print a verdict per case, and return a :class:`CheckResult`.
 
-    Each case's arguments are deep-copied before the call, so a function that changes its
-    input in place cannot spoil the next case. ``NotImplementedError`` from the stub means
-    "not attempted yet".
+    Each case's arguments are deep-copied before the call, and a function that changes them in
+    place fails that case. ``names``, ``exact_dtype``, ``rtol`` and ``atol`` go to
+    :func:`compare`; with ``no_warnings`` a case that warns fails. ``NotImplementedError`` from
+    the stub means "not attempted yet".
     """
     if not callable(func):
         raise TypeError(f"func must be a function, got {type(func).__name__}")
@@ -176,7 +348,10 @@ def check_function(
                 warnings.simplefilter("always")
                 got = func(*args, **kwargs)
         except NotImplementedError:
-            return CheckResult(name, NOT_ATTEMPTED, [])
+            return CheckResult(name, Status.NOT_ATTEMPTED, [])
+        except RuleBroken as error:
+            results.append(CaseResult(label, False, str(error)))
+            continue
         except Exception as error:  # the learner's bug, reported rather than raised
             if case.raises is not None and isinstance(error, case.raises):
                 results.append(CaseResult(label, True, f"raised {type(error).__name__}"))
@@ -185,10 +360,9 @@ def check_function(
                 message = f"raised {type(error).__name__}: {error}{wanted}"
                 results.append(CaseResult(label, False, message))
             continue
+        warned = f" (it warned: {caught[0].message})" if caught else ""
         if case.raises is not None:
-            message = f"should raise {case.raises.__name__}, returned {got!r:.60}"
-            if caught:
-                message += f" (it warned: {caught[0].message})"
+            message = f"should raise {case.raises.__name__}, returned {_brief(got)}{warned}"
             results.append(CaseResult(label, False, message))
             continue
         if case.expected is not _MISSING:
@@ -197,14 +371,16 @@ def check_function(
             expected = reference(*copy.deepcopy(case.args), **copy.deepcopy(dict(case.kwargs)))
         else:
             raise ValueError(f"case {label!r} has no expected value and no reference was given")
-        problem = compare(got, expected, rtol=rtol, atol=atol)
-        if problem and caught:
-            problem += f" (it warned: {caught[0].message})"
-        results.append(CaseResult(label, problem is None, problem or "ok"))
-    status = PASSED if all(r.passed for r in results) else FAILED
+        problem = _changed_argument(func, case, args, kwargs) or compare(
+            got, expected, rtol=rtol, atol=atol, names=names, exact_dtype=exact_dtype)
+        if problem:
+            problem += warned
+        elif caught and no_warnings:
+            problem = f"right value, but it warned: {caught[0].message} (it must not warn)"
+        results.append(CaseResult(label, not problem, problem or "ok"))
+    status = Status.PASSED if all(r.passed for r in results) else Status.FAILED
     result = CheckResult(name, status, results)
     if verbose:
         for r in results:
-            verdict = f"  ✓ {r.label}" if r.passed else f"  ✗ {r.label}: {r.message}"
-            print(verdict)
+            print(f"  ✓ {r.label}" if r.passed else f"  ✗ {r.label}: {r.message}")
     return result

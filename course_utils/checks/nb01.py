@@ -51,6 +51,7 @@ def check_broadcast_shape(func: Callable) -> CheckResult:
         Case(((8, 1, 6, 1), (7, 1, 5)), "different numbers of axes: (8, 7, 6, 5)"),
         Case(((), (2, 3)), "a scalar broadcasts to anything"),
         Case(((5, 4), (5, 4)), "equal shapes stay as they are"),
+        Case(((2, 0), (1,)), "an axis of size 0 stretches a 1 to 0, not 0 to 1: (2, 0)"),
         Case(((32, 128, 768), (128, 512)), "768 against 512 clashes", raises=ValueError),
         Case(((2, 3), (2,)), "shapes align on the right: 3 against 2", raises=ValueError),
     ]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from course_utils.checks import Case, CheckResult, check_function
+from course_utils.checks import Case, CheckResult, RuleBroken, check_function, wraps_answer
 from course_utils.linalg import cosine_similarity, matmul_loops
 
 
@@ -16,18 +16,59 @@ def _attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     return q @ k.T
 
 
+_PRODUCTS = {"matmul", "vecdot", "matvec", "vecmat", "dot", "vdot", "inner", "tensordot",
+             "einsum", "multi_dot"}  # NumPy's ready-made products (ufuncs and functions)
+
+
+class _LoopsOnly(np.ndarray):
+    """An array that refuses ready-made matrix products, so the exercise's loops are enforced."""
+
+    def _refuse(self, *args, **kwargs):
+        raise RuleBroken("it uses a ready-made product (`@`, np.dot, np.matmul, np.einsum or the "
+                         "like): this exercise builds the product from loops")
+
+    __matmul__ = __rmatmul__ = __imatmul__ = dot = _refuse
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=(), **kwargs):
+        if ufunc.__name__ in _PRODUCTS:
+            self._refuse()
+        if out:
+            kwargs["out"] = tuple(_plain(x) for x in out)
+        return getattr(ufunc, method)(*(_plain(x) for x in inputs), **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func.__name__ in _PRODUCTS:
+            self._refuse()
+        return super().__array_function__(func, types, args, kwargs)
+
+
+def _plain(x):
+    return x.view(np.ndarray) if isinstance(x, _LoopsOnly) else x
+
+
 def check_matmul(func: Callable) -> CheckResult:
     """``func(a, b)``: the (m, n) NumPy array ``a @ b`` for (m, k) and (k, n) inputs, computed
-    with loops; ValueError when the inner sizes differ."""
+    with loops (``@``, np.dot, np.matmul and the like refuse to run), of dtype
+    ``np.result_type(a, b)``; ValueError when the inner sizes differ."""
+
+    @wraps_answer(func)
+    def loops_only(a, b):
+        return _plain(func(a.view(_LoopsOnly), b.view(_LoopsOnly)))
+
     rng = np.random.default_rng(2)
     cases = [
-        Case((np.array([[1, 2], [3, 4]]), np.array([[5, 6], [7, 8]])), "[[19, 22], [43, 50]]"),
+        Case((np.array([[1, 2], [3, 4]]), np.array([[5, 6], [7, 8]])),
+             "[[19, 22], [43, 50]], integers in, integers out"),
         Case((rng.standard_normal((2, 3)), rng.standard_normal((3, 4))), "(2, 3) @ (3, 4)"),
         Case((np.array([[1.0, 2.0, 3.0]]), np.array([[4.0], [5.0], [6.0]])), "row @ column"),
         Case((np.array([[1.0], [2.0]]), np.array([[3.0, 4.0, 5.0]])), "column @ row: (2, 3)"),
+        Case((np.array([[1, 2]], dtype=np.int32), np.array([[3], [4]], dtype=np.int32)),
+             "int32 @ int32 is int32 (np.result_type)"),
+        Case((np.array([[1, 2]]), np.array([[0.5], [0.25]])), "int @ float is float64"),
         Case((np.ones((2, 3)), np.ones((2, 3))), "(2, 3) @ (2, 3) must fail", raises=ValueError),
     ]
-    return check_function(func, cases=cases, reference=matmul_loops, name="matmul")
+    return check_function(loops_only, cases=cases, reference=matmul_loops, name="matmul",
+                          exact_dtype=True)
 
 
 def check_cosine_similarity(func: Callable) -> CheckResult:

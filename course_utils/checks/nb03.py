@@ -39,12 +39,20 @@ def check_is_eigenpair(func: Callable) -> CheckResult:
     False; ValueError when v is the zero vector."""
     d = np.diag([2.0, 3.0])
     s = np.array([[2.0, 1.0], [1.0, 2.0]])
+    upper = np.array([[2.0, 1.0], [0.0, 3.0]])
     cases = [
         Case((d, np.array([0.0, 1.0]), 3.0), "diag(2, 3), v = e2, lambda = 3", expected=True),
         Case((d, np.array([0.0, 1.0]), 2.0), "diag(2, 3), v = e2, lambda = 2", expected=False),
         Case((s, np.array([1.0, 1.0]), 3.0), "[[2, 1], [1, 2]], v = [1, 1], 3", expected=True),
         Case((s, np.array([1.0, -1.0]), 1.0), "[[2, 1], [1, 2]], v = [1, -1], 1", expected=True),
         Case((s, np.array([1.0, 0.0]), 2.0), "[1, 0] is not an eigenvector", expected=False),
+        Case((upper, np.array([1.0, 1.0]), 3.0),
+             "not symmetric: [[2, 1], [0, 3]], v = [1, 1], 3 (A v, not v A)", expected=True),
+        Case((upper, np.array([1.0, 0.0]), 2.0), "not symmetric: v = [1, 0], 2", expected=True),
+        Case((np.array([[0.1, 0.2], [0.0, 0.3]]), np.array([1.0, 1.0]), 0.3),
+             "0.1 + 0.2 != 0.3 in floating point: compare with a tolerance", expected=True),
+        Case((s, np.array([1.0, 1.0]), 3.0001), "lambda off by 1e-4 is too far for np.allclose",
+             expected=False),
         Case((d, np.zeros(2), 0.0), "the zero vector", raises=ValueError),
     ]
     return check_function(func, cases=cases, reference=_is_eigenpair, name="is_eigenpair")

@@ -46,6 +46,8 @@ def check_empirical_frequencies(func: Callable) -> CheckResult:
         Case((np.array([1, 1]), 4), "unseen categories get 0: [0, 1, 0, 0]"),
         Case((np.random.default_rng(7).integers(0, 5, 1000), 5), "1000 draws of 5 categories"),
         Case((np.array([0, 3]), 3), "3 is not a category of 3", raises=ValueError),
+        Case((np.array([0, -1]), 3), "-1 is not a category (indexing would count it as 2)",
+             raises=ValueError),
         Case((np.array([], dtype=np.int64), 3), "no samples", raises=ValueError),
     ]
     return check_function(

@@ -48,6 +48,7 @@ def check_numerical_gradient(func: Callable[[Callable, np.ndarray], np.ndarray])
     """``func(f, x)`` must return the central-difference gradient of f at x, shaped like x."""
     cases = [
         Case((_sum_of_squares, np.array([3.0, 4.0])), "x^2 + y^2 at (3, 4) -> (6, 8)"),
+        Case((_sum_of_squares, np.array([3, 4])), "integers in: a step of 1e-5 needs floats"),
         Case((_log_sum_exp, np.array([2.0, 1.0, 0.1])), "logsumexp: its gradient is softmax"),
         Case((_quadratic_form, np.array([[1.0, -1.0], [0.5, 2.0]])), "a 2x2 input: keep the shape"),
     ]

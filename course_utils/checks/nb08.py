@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
 from course_utils.autograd import Value
-from course_utils.checks import Case, CheckResult, check_function
+from course_utils.checks import Case, CheckResult, check_function, wraps_answer
 from course_utils.optim import Adam
 
 
 def _sigmoid_value_and_grad(x: float) -> tuple[float, float]:
-    s = 1 / (1 + math.exp(-x))
+    from scipy.special import expit
+
+    s = float(expit(x))
     return s, s * (1 - s)
 
 
 def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
-    """``func(v)`` must return a Value node for 1 / (1 + e^-v) whose backward gives s (1 - s)."""
+    """``func(v)`` must return a Value node for 1 / (1 + e^-v) whose backward gives s (1 - s),
+    without overflow at v = ±800."""
 
+    @wraps_answer(func)
     def value_and_grad(x: float) -> tuple[float, float]:
         v = Value(x)
         out = func(v)
@@ -28,14 +31,16 @@ def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
         out.backward()
         return out.data, v.grad
 
-    value_and_grad.__name__ = "sigmoid"
     cases = [
         Case((0.0,), "sigmoid(0) = 0.5, slope 0.25"),
         Case((2.0,), "x = 2"),
         Case((-3.0,), "x = -3"),
         Case((30.0,), "x = 30: saturated, slope almost 0"),
+        Case((800.0,), "x = 800: exactly 1, slope 0"),
+        Case((-800.0,), "x = -800: e^800 overflows, so use e^x / (1 + e^x) for x < 0"),
     ]
-    return check_function(value_and_grad, cases=cases, reference=_sigmoid_value_and_grad)
+    return check_function(value_and_grad, cases=cases, reference=_sigmoid_value_and_grad,
+                          name="sigmoid", names=("sigmoid(x)", "d sigmoid / dx"))
 
 
 def _neuron_grads(w: np.ndarray, b: float, x: np.ndarray, y: float) -> tuple[np.ndarray, float]:
@@ -58,7 +63,8 @@ def check_neuron_grads(
         Case((np.array([0.0, 0.0, 0.0]), 0.0, np.array([1.0, -1.0, 2.0]), 0.5), "zero weights"),
         Case((np.array([0.3, 0.2, -0.4]), -0.2, np.array([-1.0, 0.5, 1.5]), -1.0), "negative y"),
     ]
-    return check_function(func, cases=cases, reference=_neuron_grads, name="neuron_grads")
+    return check_function(func, cases=cases, reference=_neuron_grads, name="neuron_grads",
+                          names=("dL/dw", "dL/db"))
 
 
 def _adam_step(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
@@ -69,7 +75,8 @@ def _adam_step(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
 
 
 def check_adam_step(func: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]) -> CheckResult:
-    """``func(p, g, m, v, t, lr, beta1, beta2, eps)`` must return Adam's new (p, m, v) at step t."""
+    """``func(p, g, m, v, t, lr, beta1, beta2, eps)`` must return Adam's new (p, m, v) at step t
+    and leave its inputs as they were."""
     rng = np.random.default_rng(8)
     p, g = rng.normal(size=3), rng.normal(size=3)
     m, v = 0.1 * rng.normal(size=3), 0.01 * rng.random(3)
@@ -80,4 +87,5 @@ def check_adam_step(func: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray
         Case((p, g, m, v, 1000, 0.01, 0.8, 0.99, 1e-6), "step 1000: the bias correction has faded"),
         Case((p, zeros, zeros, zeros, 1, 0.1, 0.9, 0.999, 1e-8), "a zero gradient moves nothing"),
     ]
-    return check_function(func, cases=cases, reference=_adam_step, name="adam_step", rtol=1e-9)
+    return check_function(func, cases=cases, reference=_adam_step, name="adam_step", rtol=1e-9,
+                          names=("new p", "new m", "new v"))

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
+import sys
 from collections.abc import Callable
 
 import numpy as np
 
 from course_utils import positional
-from course_utils.checks import Case, CheckResult, check_function
+from course_utils.checks import Case, CheckResult, RuleBroken, check_function, wraps_answer
 
+_LINE_BUDGET = 200  # lines of the learner's file per call: a loop over 1000 positions runs more
 _VOCAB = {"<pad>": 0, "<unk>": 1, "a": 2, "bites": 3, "dog": 4, "man": 5, "the": 6}
 
 
@@ -49,18 +52,49 @@ def check_one_hot(func: Callable) -> CheckResult:
     return check_function(func, cases=cases, reference=_one_hot, name="one_hot")
 
 
+def _lines_run(func: Callable, *args) -> tuple[object, int]:
+    """``func(*args)`` and how many lines of its own source file ran (a loop repeats lines)."""
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    count = 0
+
+    def count_lines(frame, event, arg):
+        nonlocal count
+        count += event == "line"
+        return count_lines
+
+    def trace(frame, event, arg):
+        return count_lines if code and frame.f_code.co_filename == code.co_filename else None
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        return func(*args), count
+    finally:
+        sys.settrace(previous)
+
+
 def check_sinusoidal_encoding(func: Callable) -> CheckResult:
     """``func(n_positions, d_model)``: float64 (n_positions, d_model) with interleaved
-    ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))`` and ``PE[pos, 2i+1] = cos(...)``;
-    ValueError for an odd d_model."""
+    ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))`` and ``PE[pos, 2i+1] = cos(...)``, without a
+    Python loop over the positions; ValueError for an odd d_model."""
+
+    @wraps_answer(func)
+    def vectorized(n_positions, d_model):
+        pe, lines = _lines_run(func, n_positions, d_model)
+        if lines > _LINE_BUDGET:
+            raise RuleBroken(f"it loops over the positions ({lines} lines of Python ran for "
+                             f"{n_positions} of them): compute all the angles as one array, "
+                             "positions[:, None] * frequencies[None, :]")
+        return pe
+
     cases = [
         Case((3, 2), "d_model = 2: [sin(pos), cos(pos)]"),
         Case((1, 8), "position 0 is [0, 1, 0, 1, ...]"),
         Case((10, 4), "10 positions, d_model = 4"),
-        Case((50, 16), "50 positions, d_model = 16 (interleaved, not concatenated)"),
+        Case((1000, 16), "1000 positions, d_model = 16: interleaved, and no loop over positions"),
         Case((4, 5), "odd d_model", raises=ValueError),
     ]
-    return check_function(func, cases=cases, reference=positional.sinusoidal_encoding,
+    return check_function(vectorized, cases=cases, reference=positional.sinusoidal_encoding,
                           name="sinusoidal_encoding", rtol=1e-9, atol=1e-12)
 
 

@@ -7,12 +7,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from course_utils.checks import Case, CheckResult, check_function
-
-
-def _randn(*shape: int, seed: int, scale: float = 1.0, shift: float = 0.0) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return scale * torch.randn(*shape, generator=g, dtype=torch.float64) + shift
+from course_utils.checks import Case, CheckResult, check_function, randn
 
 
 def _feed_forward(x, w1, b1, w2, b2):
@@ -31,8 +26,8 @@ def check_feed_forward(func: Callable) -> CheckResult:
     """``func(x, w1, b1, w2, b2)``: ``max(0, x W₁ + b₁) W₂ + b₂`` for x (..., d_model),
     W₁ (d_model, d_ff), W₂ (d_ff, d_model)."""
     def params(d: int, d_ff: int, seed: int):
-        return (_randn(d, d_ff, seed=seed), _randn(d_ff, seed=seed + 1),
-                _randn(d_ff, d, seed=seed + 2), _randn(d, seed=seed + 3))
+        return (randn(d, d_ff, seed=seed), randn(d_ff, seed=seed + 1),
+                randn(d_ff, d, seed=seed + 2), randn(d, seed=seed + 3))
 
     cases = [
         Case((torch.tensor([[1.0, -1.0]], dtype=torch.float64),
@@ -41,9 +36,9 @@ def check_feed_forward(func: Callable) -> CheckResult:
               torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64),
               torch.tensor([0.1, 0.2], dtype=torch.float64)), "by hand: hidden [1, -1.5, -3] -> "
              "ReLU [1, 0, 0]"),
-        Case((_randn(5, 4, seed=1), *params(4, 16, 10)), "5 tokens, d_model = 4, d_ff = 16"),
-        Case((_randn(2, 3, 8, seed=2), *params(8, 32, 20)), "a batch (2, 3, 8)"),
-        Case((_randn(6, seed=3), *params(6, 24, 30)), "a single token (6,)"),
+        Case((randn(5, 4, seed=1), *params(4, 16, 10)), "5 tokens, d_model = 4, d_ff = 16"),
+        Case((randn(2, 3, 8, seed=2), *params(8, 32, 20)), "a batch (2, 3, 8)"),
+        Case((randn(6, seed=3), *params(6, 24, 30)), "a single token (6,)"),
     ]
     return check_function(func, cases=cases, reference=_feed_forward, name="feed_forward",
                           rtol=1e-9, atol=1e-12)
@@ -56,11 +51,11 @@ def check_layer_norm(func: Callable) -> CheckResult:
     cases = [
         Case((torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64), ones, zeros),
              "[1, 2, 3, 4]: mean 2.5, variance 1.25"),
-        Case((_randn(3, 5, 6, seed=4, scale=10.0, shift=-3.0), _randn(6, seed=5),
-              _randn(6, seed=6)), "a batch (3, 5, 6) with γ and β"),
+        Case((randn(3, 5, 6, seed=4, scale=10.0, shift=-3.0), randn(6, seed=5),
+              randn(6, seed=6)), "a batch (3, 5, 6) with γ and β"),
         Case((torch.full((2, 4), 7.0, dtype=torch.float64), ones, zeros + 0.5),
              "a constant token: variance 0, output β (eps avoids 0/0)"),
-        Case((_randn(4, 4, seed=7), ones, zeros), "eps = 0.1 matters", kwargs={"eps": 0.1}),
+        Case((randn(4, 4, seed=7), ones, zeros), "eps = 0.1 matters", kwargs={"eps": 0.1}),
     ]
     return check_function(func, cases=cases, reference=_layer_norm, name="layer_norm",
                           rtol=1e-9, atol=1e-12)
@@ -70,16 +65,16 @@ def check_swiglu(func: Callable) -> CheckResult:
     """``func(x, w_gate, w_up, w_down)``: ``(SiLU(x W_gate) ⊙ (x W_up)) W_down`` with
     ``SiLU(z) = z · sigmoid(z)``; no biases."""
     def weights(d: int, d_ff: int, seed: int):
-        return (_randn(d, d_ff, seed=seed), _randn(d, d_ff, seed=seed + 1),
-                _randn(d_ff, d, seed=seed + 2))
+        return (randn(d, d_ff, seed=seed), randn(d, d_ff, seed=seed + 1),
+                randn(d_ff, d, seed=seed + 2))
 
     cases = [
         Case((torch.tensor([[1.0, 0.0]], dtype=torch.float64),
               torch.tensor([[2.0], [0.0]], dtype=torch.float64),
               torch.tensor([[3.0], [0.0]], dtype=torch.float64),
               torch.tensor([[1.0, -1.0]], dtype=torch.float64)), "by hand: SiLU(2)·3 = 5.2848"),
-        Case((_randn(5, 4, seed=8), *weights(4, 12, 40)), "5 tokens, d_model = 4, d_ff = 12"),
-        Case((_randn(2, 3, 6, seed=9), *weights(6, 16, 50)), "a batch (2, 3, 6)"),
+        Case((randn(5, 4, seed=8), *weights(4, 12, 40)), "5 tokens, d_model = 4, d_ff = 12"),
+        Case((randn(2, 3, 6, seed=9), *weights(6, 16, 50)), "a batch (2, 3, 6)"),
     ]
     return check_function(func, cases=cases, reference=_swiglu, name="swiglu",
                           rtol=1e-9, atol=1e-12)

@@ -24,9 +24,11 @@ def check_pad_and_mask(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -
         Case(([[4, 4], [4, 4]], 0), "equal lengths: no padding at all"),
         Case(([[3], [1, 2, 3, 4]], 9), "a pad id that is not 0"),
         Case(([[0, 1], [2]], 3), "id 0 is a real token here (pad is 3)"),
+        Case(([[2, 0, 5], [7]], 0), "a real 0 inside a sentence: the mask comes from the lengths"),
         Case(([], 0), "no sequences", raises=ValueError),
     ]
-    return check_function(func, cases=cases, reference=_pad_and_mask, name="pad_and_mask")
+    return check_function(func, cases=cases, reference=_pad_and_mask, name="pad_and_mask",
+                          names=("padded", "mask"))
 
 
 def _masked_ce(logits: torch.Tensor, targets: torch.Tensor, pad_id: int) -> torch.Tensor:
@@ -74,4 +76,5 @@ def check_teacher_forcing(func: Callable[..., tuple[list[int], list[int]]]) -> C
         Case(([], 1, 2), "an empty sentence still has <bos> and <eos>",
              expected=([1], [2])),
     ]
-    return check_function(func, cases=cases, name="shift_for_teacher_forcing")
+    return check_function(func, cases=cases, name="shift_for_teacher_forcing",
+                          names=("decoder_input", "labels"))

@@ -7,21 +7,54 @@ from collections.abc import Callable
 import numpy as np
 
 from course_utils import tiled
-from course_utils.checks import Case, CheckResult, check_function
+from course_utils.checks import Case, CheckResult, RuleBroken, check_function
 
 
-def check_online_softmax_stats(func: Callable[[np.ndarray], tuple[float, float]]) -> CheckResult:
-    """``func(x)`` must return ``(m, ℓ)``: the max of x and ``Σ e^(x_i − m)``, in one pass."""
-    cases = [
-        Case((np.array([2.0, 1.0, 0.1]),), "softmax([2, 1, 0.1]) statistics"),
-        Case((np.array([0.0, 5.0, -3.0, 5.0]),), "the maximum appears twice"),
-        Case((np.array([1000.0, 999.0, 998.0]),), "logits near 1000 must not overflow"),
-        Case((np.array([-4.0, -2.0, 0.0, 2.0, 4.0]),), "increasing: the max changes every step"),
-        Case((np.array([7.5]),), "one element: (7.5, 1.0)"),
+class Stream:
+    """Scores that arrive one at a time and can be read only once, like the key tiles of a long
+    sequence: ``for value in x`` works; a second pass, or turning x into an array, raises
+    :class:`RuleBroken`."""
+
+    def __init__(self, values: list[float]) -> None:
+        self._values = np.asarray(values, dtype=np.float64)
+        self._next = 0
+        self._ended = False
+
+    def __iter__(self) -> Stream:
+        if self._ended:
+            raise RuleBroken("it reads x a second time: x is a stream that can be read once, "
+                             "so update m and ℓ together as each value arrives (one pass)")
+        return self
+
+    def __next__(self) -> np.float64:
+        if self._next == len(self._values):
+            self._ended = True
+            raise StopIteration
+        self._next += 1
+        return self._values[self._next - 1]
+
+    def __array__(self, dtype=None, copy=None):
+        raise RuleBroken("it turns x into an array: x is a stream that can be read once, value "
+                         "by value (`for value in x`), without keeping the values")
+
+    def __repr__(self) -> str:
+        return f"Stream({len(self._values) - self._next} of {len(self._values)} values left)"
+
+
+def check_online_softmax_stats(func: Callable[[Stream], tuple[float, float]]) -> CheckResult:
+    """``func(x)`` must return ``(m, ℓ)``: the max of x and ``Σ e^(x_i − m)``, reading the
+    :class:`Stream` x once."""
+    scores = [
+        ([2.0, 1.0, 0.1], "softmax([2, 1, 0.1]) statistics"),
+        ([0.0, 5.0, -3.0, 5.0], "the maximum appears twice"),
+        ([1000.0, 999.0, 998.0], "logits near 1000 must not overflow"),
+        ([-4.0, -2.0, 0.0, 2.0, 4.0], "increasing: the max changes every step"),
+        ([-5.0, -3.0, -4.0], "all negative: m starts at -inf, not 0"),
+        ([7.5], "one element: (7.5, 1.0)"),
     ]
-    return check_function(
-        func, cases=cases, reference=tiled.online_softmax_stats, name="online_softmax_stats"
-    )
+    cases = [Case((Stream(x),), label, expected=tiled.online_softmax_stats(np.array(x)))
+             for x, label in scores]
+    return check_function(func, cases=cases, name="online_softmax_stats", names=("m", "ℓ"))
 
 
 def check_merge_partials(
@@ -39,9 +72,8 @@ def check_merge_partials(
             "an empty first part (lse = -inf) contributes nothing",
         ),
     ]
-    return check_function(
-        func, cases=cases, reference=tiled.merge_attention_partials, name="merge_partials"
-    )
+    return check_function(func, cases=cases, reference=tiled.merge_attention_partials,
+                          name="merge_partials", names=("out", "lse"))
 
 
 def _causal_tiles(lq: int, lk: int, block_q: int, block_k: int) -> int:

@@ -80,6 +80,7 @@ def scaled_dot_product_attention(
     *,
     scale: float | None = None,
     dropout_p: float = 0.0,
+    enable_gqa: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """``Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V``, returning ``(output, weights)``.
 
@@ -91,6 +92,12 @@ def scaled_dot_product_attention(
     Masked scores get weight exactly 0; a query row with no visible key gets weights 0 and
     output 0. ``scale`` replaces ``1/√d_k``; ``dropout_p`` drops weights (scaling the rest by
     ``1/(1-p)``) before they multiply ``v``, and the returned weights are those used.
+
+    ``enable_gqa=True`` is grouped-query attention (as in PyTorch's function): ``q``
+    ``(..., H_q, Lq, d_k)`` against ``k``, ``v`` ``(..., H_kv, Lk, d)`` with ``H_q`` a multiple
+    of ``H_kv``; query head ``h`` reads key/value head ``h // (H_q / H_kv)``, so each K/V head
+    serves a group of ``H_q / H_kv`` consecutive query heads (``H_kv = 1``: multi-query).
+    ``output`` is ``(..., H_q, Lq, d_v)`` and ``weights`` ``(..., H_q, Lq, Lk)``.
     """
     q, k, v = _check_tensor(q, "q"), _check_tensor(k, "k"), _check_tensor(v, "v")
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -99,6 +106,8 @@ def scaled_dot_product_attention(
                              f"{tuple(t.shape)}")
         if not t.dtype.is_floating_point:
             raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
+    if enable_gqa:
+        k, v = _repeat_kv_heads(q, k, v)
     if not q.dtype == k.dtype == v.dtype:
         raise TypeError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     if q.shape[-1] != k.shape[-1]:
@@ -152,6 +161,24 @@ def scaled_dot_product_attention(
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     return weights @ v, weights
+
+
+def _repeat_kv_heads(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """``k``, ``v`` ``(..., H_kv, Lk, d)`` with each head repeated ``H_q / H_kv`` times in place
+    (heads ``0, 0, 1, 1, …``), so head ``h`` of the result is K/V head ``h // (H_q / H_kv)``."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.ndim < 3:
+            raise ValueError(f"enable_gqa needs {name} of shape (..., heads, L, d), got "
+                             f"{tuple(t.shape)}")
+    h_q, h_kv = q.shape[-3], k.shape[-3]
+    if v.shape[-3] != h_kv:
+        raise ValueError(f"k and v must have the same number of heads H_kv (dim -3), got "
+                         f"{h_kv} and {v.shape[-3]}")
+    if h_kv == 0 or h_q % h_kv:
+        raise ValueError(f"grouped-query attention needs H_q a multiple of H_kv, got H_q={h_q} "
+                         f"query heads and H_kv={h_kv} key/value heads")
+    group = h_q // h_kv
+    return k.repeat_interleave(group, dim=-3), v.repeat_interleave(group, dim=-3)
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:

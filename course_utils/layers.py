@@ -1,4 +1,5 @@
-"""The Transformer's building blocks besides attention: feed-forward, layer norm, encoder layer.
+"""The Transformer's building blocks besides attention: feed-forward, layer norm, RMS norm,
+encoder and decoder layers.
 
 Every class is an ``nn.Module`` whose ``from_torch`` (where there is a PyTorch counterpart)
 copies PyTorch's weights, so the notebooks can check equal outputs. Padding masks are boolean
@@ -24,6 +25,7 @@ __all__ = [
     "EncoderLayer",
     "FeedForward",
     "LayerNorm",
+    "RMSNorm",
     "Transformer",
     "count_parameters",
     "transformer_parameter_count",
@@ -38,6 +40,12 @@ def _check_dropout(p: object) -> float:
     return float(p)
 
 
+def _check_eps(eps: object) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps > 0:
+        raise ValueError(f"eps must be a positive number, got {eps!r}")
+    return float(eps)
+
+
 def _check_last_dim(x: object, d_model: int, name: str = "x") -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
@@ -45,6 +53,23 @@ def _check_last_dim(x: object, d_model: int, name: str = "x") -> Tensor:
         raise ValueError(f"{name} must have last dimension d_model={d_model}, got shape "
                          f"{tuple(x.shape)}")
     return x
+
+
+def _copy_norm(cls: type[nn.Module], module: nn.Module, torch_type: type[nn.Module],
+               parameters: tuple[str, ...]) -> nn.Module:
+    """``cls`` built like the 1-D ``torch_type`` ``module`` (its size, ``eps``, dtype and device)
+    with ``parameters`` copied; a clear error for anything else."""
+    if not isinstance(module, torch_type):
+        raise TypeError(f"module must be an nn.{torch_type.__name__}, got {type(module).__name__}")
+    if (len(module.normalized_shape) != 1 or module.eps is None
+            or any(getattr(module, name) is None for name in parameters)):
+        raise ValueError(f"module must normalize one dimension, with an explicit eps and the "
+                         f"learned {' and '.join(parameters)} (elementwise_affine=True)")
+    new = cls(module.normalized_shape[0], eps=module.eps).to(module.weight)
+    with torch.no_grad():
+        for name in parameters:
+            getattr(new, name).copy_(getattr(module, name))
+    return new
 
 
 class FeedForward(nn.Module):
@@ -92,10 +117,7 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
-        self.d_model = check_int(d_model, "d_model")
-        if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps > 0:
-            raise ValueError(f"eps must be a positive number, got {eps!r}")
-        self.eps = float(eps)
+        self.d_model, self.eps = check_int(d_model, "d_model"), _check_eps(eps)
         self.weight = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model))
 
@@ -108,16 +130,30 @@ class LayerNorm(nn.Module):
     @classmethod
     def from_torch(cls, module: nn.LayerNorm) -> LayerNorm:
         """A copy of a 1-D ``nn.LayerNorm(d_model)`` with affine weights and bias."""
-        if not isinstance(module, nn.LayerNorm):
-            raise TypeError(f"module must be an nn.LayerNorm, got {type(module).__name__}")
-        if len(module.normalized_shape) != 1 or module.weight is None or module.bias is None:
-            raise ValueError("module must normalize one dimension with elementwise_affine=True "
-                             "and bias=True")
-        new = cls(module.normalized_shape[0], eps=module.eps).to(module.weight)
-        with torch.no_grad():
-            new.weight.copy_(module.weight)
-            new.bias.copy_(module.bias)
-        return new
+        return _copy_norm(cls, module, nn.LayerNorm, ("weight", "bias"))
+
+
+class RMSNorm(nn.Module):
+    """Root-mean-square normalization over the last dimension (Zhang & Sennrich, 2019; Llama).
+
+    ``RMSNorm(x) = γ ⊙ x / √(mean(x²) + ε)``: LayerNorm without subtracting the mean and without
+    ``β``, so it costs one reduction instead of two. ``γ`` (``weight``) starts at 1. Equal to
+    ``nn.RMSNorm(d_model, eps=eps)``. Shapes: ``(..., d_model) -> (..., d_model)``.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        self.d_model, self.eps = check_int(d_model, "d_model"), _check_eps(eps)
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = _check_last_dim(x, self.d_model)
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+
+    @classmethod
+    def from_torch(cls, module: nn.RMSNorm) -> RMSNorm:
+        """A copy of a 1-D ``nn.RMSNorm(d_model, eps=...)`` with an explicit ``eps`` and weight."""
+        return _copy_norm(cls, module, nn.RMSNorm, ("weight",))
 
 
 def _check_padding_mask(mask: object, shape: tuple[int, ...], name: str) -> Tensor | None:

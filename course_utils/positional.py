@@ -13,20 +13,29 @@ columns permuted.
 Because ``sin`` and ``cos`` of ``(pos + k) * w`` follow from those of ``pos * w`` by the angle
 addition formulas, ``PE[pos + k] = M_k @ PE[pos]`` with a block-diagonal matrix ``M_k`` of 2x2
 rotations that depends on ``k`` but not on ``pos`` (:func:`relative_position_matrix`).
-NumPy only: importing this module does not load torch.
+
+Rotary position embedding (RoPE; Su et al., 2021, "RoFormer") uses the same rotations on queries
+and keys instead of adding a vector to the input (:func:`apply_rope`). Importing this module does
+not load torch; :func:`apply_rope`, which works on torch tensors, imports it when called.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from course_utils.validation import check_int
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
 __all__ = [
     "angular_frequencies",
+    "apply_rope",
     "relative_position_matrix",
     "sinusoidal_encoding",
     "wavelengths",
@@ -112,3 +121,42 @@ def relative_position_matrix(k: float, d_model: int, base: float = 10000.0) -> n
     m[even + 1, even] = -s
     m[even + 1, even + 1] = c
     return m
+
+
+def apply_rope(x: Tensor, positions: Tensor | ArrayLike, base: float = 10000.0) -> Tensor:
+    """Rotary position embedding: turn each pair ``(x[2i], x[2i+1])`` of the token at position
+    ``pos`` by the angle ``pos · θ_i``, ``θ_i = base ** (-2i / d)`` (the ``w_i`` above)::
+
+        out[2i]     = x[2i] cos(pos θ_i) - x[2i+1] sin(pos θ_i)
+        out[2i + 1] = x[2i] sin(pos θ_i) + x[2i+1] cos(pos θ_i)
+
+    In matrix form ``out = R_pos x`` with ``R_pos = M_pos^T`` (:func:`relative_position_matrix`),
+    so ``(R_m q) · (R_n k) = q · R_{n-m} k`` depends on the offset ``n - m`` only. Pairs are
+    interleaved, as in RoFormer and Meta's original Llama code; the "half-split" layout of other
+    code pairs ``x[i]`` with ``x[i + d/2]`` instead, which is a fixed permutation of the features.
+
+    Shapes: ``x`` a floating-point tensor ``(..., L, d)`` with ``d`` even; ``positions`` ``L``
+    integers (a 1-D tensor, array or list; any integer, repeated or not). Returns a tensor of
+    ``x``'s shape, dtype and device; the angles are computed in float64.
+    """
+    import torch
+
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"x must be a floating-point tensor, got {x.dtype}")
+    if x.ndim < 2 or x.shape[-1] == 0 or x.shape[-1] % 2:
+        raise ValueError(f"x must have shape (..., L, d) with d even (the features are rotated "
+                         f"in pairs), got {tuple(x.shape)}")
+    pos = positions.detach().cpu().numpy() if isinstance(positions, torch.Tensor) else positions
+    pos = np.asarray(pos)
+    if pos.dtype.kind not in "iu":
+        raise TypeError(f"positions must be integers, got dtype {pos.dtype}")
+    if pos.shape != (x.shape[-2],):
+        raise ValueError(f"positions must have shape (L,) = ({x.shape[-2]},), one per token, got "
+                         f"{pos.shape}")
+    angles = pos.astype(np.float64)[:, None] * angular_frequencies(x.shape[-1], base)
+    cos = torch.as_tensor(np.cos(angles), dtype=x.dtype, device=x.device)  # (L, d/2)
+    sin = torch.as_tensor(np.sin(angles), dtype=x.dtype, device=x.device)
+    even, odd = x[..., 0::2], x[..., 1::2]  # (..., L, d/2) each
+    return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)

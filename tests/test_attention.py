@@ -380,3 +380,85 @@ def test_scale_is_one_over_sqrt_dk() -> None:
     q, k, v = torch.randn(2, 16), torch.randn(3, 16), torch.randn(3, 1)
     _, w = attention.scaled_dot_product_attention(q, k, v)
     torch.testing.assert_close(w, torch.softmax(q @ k.T / math.sqrt(16), dim=-1))
+
+
+# ------------------------------------------------------------- grouped-query attention
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("h_q", "h_kv", "lq", "lk"),
+                         [(4, 2, 5, 5), (6, 3, 2, 7), (8, 1, 1, 9), (4, 4, 3, 3), (6, 2, 4, 6)])
+def test_gqa_equals_pytorch_enable_gqa(dtype, h_q, h_kv, lq, lk) -> None:
+    g = torch.Generator().manual_seed(h_q * 10 + h_kv)
+    q = torch.randn(2, h_q, lq, 8, dtype=dtype, generator=g)
+    k = torch.randn(2, h_kv, lk, 8, dtype=dtype, generator=g)
+    v = torch.randn(2, h_kv, lk, 5, dtype=dtype, generator=g)
+    out, weights = attention.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+                               **TOL[dtype])
+    assert out.shape == (2, h_q, lq, 5) and weights.shape == (2, h_q, lq, lk)
+    out, _ = attention.scaled_dot_product_attention(q, k, v, causal=True, enable_gqa=True)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=lower_right(lq, lk),
+                                              enable_gqa=True)
+    torch.testing.assert_close(out, expected, **TOL[dtype])
+    mask = torch.rand(2, 1, lq, lk, generator=g) < 0.7
+    out, _ = attention.scaled_dot_product_attention(q, k, v, mask=mask, enable_gqa=True)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    torch.testing.assert_close(out, expected, **TOL[dtype])
+
+
+@settings(max_examples=25, deadline=None)
+@given(h_kv=st.integers(1, 4), group=st.integers(1, 4), changed=st.integers(0, 3),
+       seed=st.integers(0, 2**16))
+def test_gqa_query_head_h_reads_kv_head_h_over_group(h_kv, group, changed, seed) -> None:
+    g = torch.Generator().manual_seed(seed)
+    changed %= h_kv
+    q = torch.randn(1, h_kv * group, 3, 4, dtype=torch.float64, generator=g)
+    k, v = (torch.randn(1, h_kv, 5, 4, dtype=torch.float64, generator=g) for _ in range(2))
+    out, _ = attention.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    for h in range(h_kv * group):  # each query head alone against its K/V head
+        alone, _ = attention.scaled_dot_product_attention(q[:, h], k[:, h // group],
+                                                          v[:, h // group])
+        torch.testing.assert_close(out[:, h], alone)
+    v2 = v.clone()
+    v2[:, changed] += 1.0  # moves exactly the outputs of the query heads of that group
+    out2, _ = attention.scaled_dot_product_attention(q, k, v2, enable_gqa=True)
+    moved = (out2 - out).abs().amax(dim=(0, 2, 3)) > 1e-9
+    assert moved.tolist() == [h // group == changed for h in range(h_kv * group)]
+
+
+def test_gqa_gradients_equal_pytorch() -> None:
+    g = torch.Generator().manual_seed(3)
+    base = [torch.randn(2, h, 4, 6, dtype=torch.float64, generator=g) for h in (6, 2, 2)]
+    grads = []
+    for fn in (
+        lambda q, k, v: attention.scaled_dot_product_attention(q, k, v, causal=True,
+                                                               enable_gqa=True)[0],
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+    ):
+        inputs = [t.clone().requires_grad_() for t in base]
+        (fn(*inputs) ** 2).sum().backward()
+        grads.append([t.grad for t in inputs])
+    for mine, theirs in zip(*grads, strict=True):
+        torch.testing.assert_close(mine, theirs)
+
+
+@pytest.mark.parametrize(
+    ("shapes", "match"),
+    [
+        (((1, 6, 3, 4), (1, 4, 3, 4), (1, 4, 3, 4)), "H_q a multiple of H_kv"),
+        (((1, 4, 3, 4), (1, 2, 3, 4), (1, 1, 3, 4)), "same number of heads"),
+        (((3, 4), (3, 4), (3, 4)), r"\(\.\.\., heads, L, d\)"),
+        (((1, 4, 3, 4), (1, 0, 3, 4), (1, 0, 3, 4)), "H_kv=0"),
+    ],
+)
+def test_gqa_bad_inputs(shapes, match) -> None:
+    q, k, v = (torch.randn(*shape) for shape in shapes)
+    with pytest.raises(ValueError, match=match):
+        attention.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+
+def test_mismatched_heads_need_enable_gqa() -> None:
+    q, k = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8)
+    with pytest.raises(ValueError, match="do not broadcast"):
+        attention.scaled_dot_product_attention(q, k, k)

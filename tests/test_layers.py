@@ -195,3 +195,71 @@ def test_padding_does_not_change_real_tokens() -> None:
 def test_bad_inputs(call, error, match) -> None:
     with pytest.raises(error, match=match):
         call()
+
+
+# ----------------------------------------------------------------------------- RMSNorm
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(5,), (3, 5), (2, 4, 5)])
+def test_rms_norm_equals_pytorch(dtype, shape) -> None:
+    torch.manual_seed(0)
+    theirs = nn.RMSNorm(5, eps=1e-6, dtype=dtype)
+    with torch.no_grad():
+        theirs.weight.copy_(torch.randn(5))
+    mine = layers.RMSNorm.from_torch(theirs)
+    assert mine.weight.dtype == dtype and mine.eps == 1e-6
+    x = 3 * torch.randn(*shape, dtype=dtype) + 1
+    torch.testing.assert_close(mine(x), theirs(x), **TOL[dtype])
+    torch.testing.assert_close(mine(x), F.rms_norm(x, (5,), theirs.weight, eps=1e-6), **TOL[dtype])
+
+
+def test_rms_norm_gradient_equals_pytorch() -> None:
+    theirs = nn.RMSNorm(6, eps=1e-6, dtype=torch.float64)
+    mine = layers.RMSNorm.from_torch(theirs)
+    x = torch.randn(3, 6, dtype=torch.float64)
+    grads = []
+    for module in (mine, theirs):
+        xi = x.clone().requires_grad_()
+        (module(xi) ** 3).sum().backward()
+        grads.append((xi.grad, module.weight.grad))
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+@settings(max_examples=30, deadline=None)
+@given(d=st.integers(2, 16), seed=st.integers(0, 2**16), scale=st.floats(0.1, 100))
+def test_rms_norm_is_layer_norm_without_the_mean(d, seed, scale) -> None:
+    g = torch.Generator().manual_seed(seed)
+    x = scale * torch.randn(4, d, dtype=torch.float64, generator=g) + 2.0
+    rms, ln = layers.RMSNorm(d, eps=1e-5).double(), layers.LayerNorm(d, eps=1e-5).double()
+    with torch.no_grad():
+        out = rms(x)
+        # LN(x) = RMSNorm(x - mean(x)) with γ = 1, β = 0 and the same ε
+        torch.testing.assert_close(ln(x), rms(x - x.mean(-1, keepdim=True)))
+        # with a negligible ε the output has root mean square 1, and scaling x changes nothing
+        exact = layers.RMSNorm(d, eps=1e-30).double()
+        rms_out = exact(x).pow(2).mean(-1).sqrt()
+        torch.testing.assert_close(rms_out, torch.ones_like(rms_out))
+        torch.testing.assert_close(exact(3 * x), exact(x))
+        # but unlike LayerNorm it does not remove a shift
+        assert not torch.allclose(rms(x + 5), out)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: layers.RMSNorm(4, eps=0.0), ValueError, "eps"),
+        (lambda: layers.RMSNorm(4, eps=True), ValueError, "eps"),
+        (lambda: layers.RMSNorm(0), ValueError, "d_model"),
+        (lambda: layers.RMSNorm(4)(torch.randn(2, 3)), ValueError, "d_model=4"),
+        (lambda: layers.RMSNorm(4)([1.0, 2.0]), TypeError, "torch.Tensor"),
+        (lambda: layers.RMSNorm.from_torch(nn.LayerNorm(4)), TypeError, "nn.RMSNorm"),
+        (lambda: layers.RMSNorm.from_torch(nn.RMSNorm(4)), ValueError, "eps"),
+        (lambda: layers.RMSNorm.from_torch(nn.RMSNorm((2, 3), eps=1e-6)), ValueError,
+         "one dimension"),
+    ],
+)
+def test_rms_norm_bad_inputs(call, error, match) -> None:
+    with pytest.raises(error, match=match):
+        call()

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -103,5 +104,113 @@ def test_dot_product_depends_only_on_the_offset(d: int, k: int, p: int, q: int) 
     ],
 )
 def test_bad_inputs(call, error, match) -> None:
+    with pytest.raises(error, match=match):
+        call()
+
+
+# ----------------------------------------------------------------------- rotary (RoPE)
+
+
+def rope_complex(x, positions, base=10000.0):
+    """Meta's original Llama formulation: pairs as complex numbers times e^(i·pos·θ)."""
+    d = x.shape[-1]
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    rotation = torch.polar(torch.ones(len(positions), d // 2, dtype=torch.float64),
+                           torch.as_tensor(positions, dtype=torch.float64)[:, None] * theta)
+    pairs = torch.view_as_complex(x.to(torch.float64).reshape(*x.shape[:-1], d // 2, 2))
+    return torch.view_as_real(pairs * rotation).flatten(-2).to(x.dtype)
+
+
+def rope_half_split(x, positions, base=10000.0):
+    """The Llama-style layout of Hugging Face code: x[i] pairs with x[i + d/2] (rotate_half)."""
+    d = x.shape[-1]
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = torch.as_tensor(positions, dtype=torch.float64)[:, None] * theta
+    cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize(("shape", "base"), [((5, 2), 10000.0), ((2, 3, 7, 8), 10000.0),
+                                             ((4, 16), 500.0)])
+def test_rope_equals_complex_rotation(dtype, shape, base) -> None:
+    g = torch.Generator().manual_seed(sum(shape))
+    x = torch.randn(*shape, dtype=dtype, generator=g)
+    positions = torch.randint(0, 5000, (shape[-2],), generator=g)
+    out = positional.apply_rope(x, positions, base)
+    assert out.dtype == dtype and out.shape == x.shape
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 1e-12, "atol": 1e-12}
+    torch.testing.assert_close(out, rope_complex(x, positions, base), **tol)
+
+
+def test_rope_is_the_transpose_of_m_pos() -> None:
+    x = torch.randn(6, 10, dtype=torch.float64)
+    positions = [0, 1, 2, 7, 40, 999]
+    out = positional.apply_rope(x, positions)
+    for row, pos in enumerate(positions):  # R_pos = M_pos^T, so (R_pos x)^T = x^T M_pos
+        expected = x[row].numpy() @ positional.relative_position_matrix(pos, 10)
+        np.testing.assert_allclose(out[row].numpy(), expected, atol=1e-12)
+
+
+def test_rope_half_split_is_a_permutation_of_interleaved() -> None:
+    d = 12
+    x = torch.randn(2, 9, d, dtype=torch.float64)
+    positions = torch.arange(3, 12)
+    perm = torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])  # evens, then odds
+    torch.testing.assert_close(positional.apply_rope(x, positions)[..., perm],
+                               rope_half_split(x[..., perm], positions))
+    assert not torch.allclose(positional.apply_rope(x, positions), rope_half_split(x, positions))
+
+
+@settings(max_examples=40, deadline=None)
+@given(d=even_d, m=st.integers(0, 2000), n=st.integers(0, 2000), shift=st.integers(0, 2000),
+       seed=st.integers(0, 2**16))
+def test_rope_scores_depend_only_on_the_offset(d, m, n, shift, seed) -> None:
+    g = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(1, d, dtype=torch.float64, generator=g), torch.randn(1, d, generator=g,
+                                                                            dtype=torch.float64)
+    score = (positional.apply_rope(q, [m]) @ positional.apply_rope(k, [n]).T).item()
+    shifted = (positional.apply_rope(q, [m + shift]) @ positional.apply_rope(k, [n + shift]).T)
+    relative = (q @ positional.apply_rope(k, [n - m]).T).item()  # q · R_{n-m} k
+    assert shifted.item() == pytest.approx(score, abs=1e-9)
+    assert relative == pytest.approx(score, abs=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(d=even_d, n=st.integers(1, 6), seed=st.integers(0, 2**16))
+def test_rope_preserves_norms_is_identity_at_zero_and_inverts(d, n, seed) -> None:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, dtype=torch.float64, generator=g)
+    positions = torch.randint(-500, 5000, (n,), generator=g)
+    out = positional.apply_rope(x, positions)
+    torch.testing.assert_close(out.reshape(n, d // 2, 2).norm(dim=-1),  # each pair keeps its
+                               x.reshape(n, d // 2, 2).norm(dim=-1))   # length
+    assert torch.equal(positional.apply_rope(x, [0] * n), x)
+    torch.testing.assert_close(positional.apply_rope(out, -positions), x)
+
+
+def test_rope_gradient_is_the_inverse_rotation() -> None:
+    x = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
+    upstream = torch.randn(4, 6, dtype=torch.float64)
+    positions = torch.tensor([3, 1, 4, 1])
+    (positional.apply_rope(x, positions) * upstream).sum().backward()
+    torch.testing.assert_close(x.grad, positional.apply_rope(upstream, -positions))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: positional.apply_rope(torch.randn(3, 5), [0, 1, 2]), ValueError, "d even"),
+        (lambda: positional.apply_rope(torch.randn(4), [0]), ValueError, r"\(\.\.\., L, d\)"),
+        (lambda: positional.apply_rope(np.ones((2, 4)), [0, 1]), TypeError, "torch.Tensor"),
+        (lambda: positional.apply_rope(torch.ones(2, 4, dtype=torch.long), [0, 1]), TypeError,
+         "floating"),
+        (lambda: positional.apply_rope(torch.randn(2, 4), [0.0, 1.0]), TypeError, "integers"),
+        (lambda: positional.apply_rope(torch.randn(2, 4), [0, 1, 2]), ValueError, "positions"),
+        (lambda: positional.apply_rope(torch.randn(2, 4), [0, 1], base=1.0), ValueError, "base"),
+    ],
+)
+def test_rope_bad_inputs(call, error, match) -> None:
     with pytest.raises(error, match=match):
         call()

@@ -1,0 +1,304 @@
+"""Tests for course_utils.language_model: the model against a functional PyTorch reference
+(F.rms_norm, GPT-J's RoPE, F.scaled_dot_product_attention with enable_gqa), the KV cache
+against full forwards, FLOPs against torch's FlopCounterMode, and generation."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.utils.flop_counter import FlopCounterMode
+
+from course_utils import language_model as lm
+from course_utils.layers import count_parameters
+
+CONFIG = lm.LMConfig(vocab_size=13, d_model=24, n_layers=2, n_heads=6, n_kv_heads=2, d_ff=40,
+                     max_len=64)
+
+
+def make_model(config: lm.LMConfig = CONFIG, seed: int = 0) -> lm.DecoderLM:
+    torch.manual_seed(seed)
+    model = lm.DecoderLM(config).double().eval()
+    with torch.no_grad():  # non-trivial norm gains and biases, so every parameter matters
+        for name, p in model.named_parameters():
+            if "norm" in name or "bias" in name:
+                p.add_(0.3 * torch.randn_like(p))
+    return model
+
+
+def ids_for(batch: int, length: int, seed: int = 1, vocab: int = 13) -> torch.Tensor:
+    return torch.randint(0, vocab, (batch, length), generator=torch.Generator().manual_seed(seed))
+
+
+def rope_every_two(x: torch.Tensor, base: float) -> torch.Tensor:
+    """GPT-J's interleaved RoPE: x·cos + rotate_every_two(x)·sin, positions 0, 1, …"""
+    d, n = x.shape[-1], x.shape[-2]
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = (torch.arange(n, dtype=torch.float64)[:, None] * theta).repeat_interleave(2, -1)
+    rotated = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
+    return x * angles.cos().to(x.dtype) + rotated * angles.sin().to(x.dtype)
+
+
+def reference_forward(model: lm.DecoderLM, ids: torch.Tensor) -> torch.Tensor:
+    """The same model written with torch.nn.functional only (Llama's recipe)."""
+    c = model.config
+    b, n = ids.shape
+    x = F.embedding(ids, model.embed.weight)
+    for block in model.blocks:
+        h = F.rms_norm(x, (c.d_model,), block.norm1.weight, c.eps)
+        a = block.attn
+        q = F.linear(h, a.q_proj.weight).view(b, n, c.n_heads, c.head_dim).transpose(1, 2)
+        k = F.linear(h, a.k_proj.weight).view(b, n, c.n_kv_heads, c.head_dim).transpose(1, 2)
+        v = F.linear(h, a.v_proj.weight).view(b, n, c.n_kv_heads, c.head_dim).transpose(1, 2)
+        q, k = rope_every_two(q, c.rope_base), rope_every_two(k, c.rope_base)
+        z = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + F.linear(z.transpose(1, 2).reshape(b, n, c.d_model), a.out_proj.weight)
+        h = F.rms_norm(x, (c.d_model,), block.norm2.weight, c.eps)
+        ff = block.feed_forward
+        hidden = F.silu(F.linear(h, ff.gate.weight, ff.gate.bias)) * F.linear(
+            h, ff.linear1.weight, ff.linear1.bias)
+        x = x + F.linear(hidden, ff.linear2.weight, ff.linear2.bias)
+    return F.linear(F.rms_norm(x, (c.d_model,), model.norm.weight, c.eps), model.output.weight)
+
+
+# ------------------------------------------------------------------------------ the config
+
+
+def test_config_accepts_numpy_integers_and_derives_head_dim() -> None:
+    config = lm.LMConfig(np.int64(10), np.int32(16), 1, 4, 2, 32, 8, rope_base=np.float64(500.0))
+    assert config.vocab_size == 10 and type(config.vocab_size) is int
+    assert config.head_dim == 4 and config.rope_base == 500.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.d_model = 8
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "match"),
+    [
+        ({"vocab_size": 0}, ValueError, "vocab_size"),
+        ({"d_model": 24.0}, TypeError, "d_model"),
+        ({"n_layers": True}, TypeError, "n_layers"),
+        ({"n_heads": 5}, ValueError, "not divisible by n_heads"),
+        ({"n_heads": 8}, ValueError, "head_dim .* must be even"),
+        ({"n_kv_heads": 4}, ValueError, "multiple of n_kv_heads"),
+        ({"d_ff": -1}, ValueError, "d_ff"),
+        ({"max_len": 0}, ValueError, "max_len"),
+        ({"rope_base": 1.0}, ValueError, "rope_base"),
+        ({"rope_base": "1e4"}, TypeError, "rope_base"),
+        ({"eps": 0.0}, ValueError, "eps"),
+        ({"tie_embeddings": 1}, TypeError, "tie_embeddings"),
+    ],
+)
+def test_config_bad_values(changes, error, match) -> None:
+    with pytest.raises(error, match=match):
+        dataclasses.replace(CONFIG, **changes)
+
+
+# ------------------------------------------------------------------------------- the model
+
+
+@pytest.mark.parametrize("n_kv_heads", [6, 2, 1])
+def test_forward_equals_functional_reference(n_kv_heads) -> None:
+    model = make_model(dataclasses.replace(CONFIG, n_kv_heads=n_kv_heads))
+    ids = ids_for(3, 11)
+    logits, cache = model(ids)
+    assert logits.shape == (3, 11, 13)
+    torch.testing.assert_close(logits, reference_forward(model, ids), rtol=1e-10, atol=1e-12)
+    assert all(k.shape == (3, n_kv_heads, 11, 4) for k in cache.keys + cache.values)
+
+
+def test_float32_model_equals_reference() -> None:
+    torch.manual_seed(0)
+    model = lm.DecoderLM(CONFIG).eval()
+    ids = ids_for(2, 9)
+    torch.testing.assert_close(model(ids)[0], reference_forward(model, ids), rtol=1e-4, atol=1e-5)
+
+
+def test_causal_a_later_token_never_changes_earlier_logits() -> None:
+    model = make_model()
+    ids = ids_for(2, 10)
+    changed = ids.clone()
+    changed[:, 6:] = (changed[:, 6:] + 1) % 13
+    a, b = model(ids)[0], model(changed)[0]
+    torch.testing.assert_close(a[:, :6], b[:, :6], rtol=0, atol=0)
+    assert not torch.allclose(a[:, 6:], b[:, 6:])
+
+
+def test_weight_tying_shares_one_matrix() -> None:
+    tied, untied = make_model(), make_model(dataclasses.replace(CONFIG, tie_embeddings=False))
+    assert tied.output.weight is tied.embed.weight
+    assert untied.output.weight is not untied.embed.weight
+    assert count_parameters(untied) - count_parameters(tied) == 13 * 24
+    c, d, kv = CONFIG, 24, 2 * 4
+    per_layer = 2 * d * d + 2 * d * kv + 3 * d * c.d_ff + 2 * c.d_ff + d + 2 * d
+    assert count_parameters(tied) == c.n_layers * per_layer + d + c.vocab_size * d
+
+
+# ---------------------------------------------------------------------------- the KV cache
+
+
+@settings(max_examples=25, deadline=None)
+@given(cuts=st.lists(st.integers(1, 19), max_size=5, unique=True), batch=st.integers(1, 3),
+       seed=st.integers(0, 2**16))
+def test_cache_chunks_give_the_full_forward_logits(cuts, batch, seed) -> None:
+    model = make_model(seed=seed % 7)
+    ids = ids_for(batch, 20, seed)
+    full, full_cache = model(ids)
+    bounds = [0, *sorted(cuts), 20]
+    cache, pieces = None, []
+    for start, end in zip(bounds[:-1], bounds[1:], strict=True):
+        logits, cache = model(ids[:, start:end], cache)
+        pieces.append(logits)
+        assert cache.length == end
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full, rtol=1e-10, atol=1e-12)
+    for mine, whole in zip(cache.keys + cache.values, full_cache.keys + full_cache.values,
+                           strict=True):
+        torch.testing.assert_close(mine, whole, rtol=1e-10, atol=1e-12)
+
+
+def test_a_prompt_against_a_cache_needs_the_bottom_right_mask() -> None:
+    model = make_model()
+    ids = ids_for(1, 9)
+    full = model(ids)[0]
+    _, cache = model(ids[:, :5])
+    logits, _ = model(ids[:, 5:], cache)  # 4 queries against 9 keys: query i sees keys <= 5 + i
+    torch.testing.assert_close(logits, full[:, 5:], rtol=1e-10, atol=1e-12)
+
+
+def test_cache_is_not_changed_in_place_and_can_branch() -> None:
+    model = make_model()
+    ids = ids_for(2, 8)
+    _, cache = model(ids[:, :5])
+    before = [k.clone() for k in cache.keys]
+    first, _ = model(ids[:, 5:], cache)
+    other, _ = model((ids[:, 5:] + 1) % 13, cache)
+    again, _ = model(ids[:, 5:], cache)
+    assert cache.length == 5 and all(torch.equal(a, b) for a, b in zip(before, cache.keys,
+                                                                       strict=True))
+    torch.testing.assert_close(first, again, rtol=0, atol=0)
+    assert not torch.allclose(first, other)
+
+
+def test_cache_bytes_formula_and_published_configurations() -> None:
+    model = make_model()
+    _, cache = model(ids_for(3, 10))
+    assert cache.nbytes == lm.kv_cache_bytes(2, 2, 4, 10, bytes_per_value=8, batch_size=3)
+    assert cache.nbytes == 2 * 2 * 2 * 4 * 10 * 8 * 3
+    assert lm.kv_cache_bytes(32, 8, 128, 1) == 128 * 1024  # Llama 3 8B, bfloat16
+    assert lm.kv_cache_bytes(32, 32, 128, 1) == 512 * 1024  # Llama 2 7B: 32 KV heads
+    assert lm.kv_cache_bytes(80, 8, 128, 8192) == 80 * 2 * 8 * 128 * 2 * 8192
+    assert lm.kv_cache_bytes(2, 2, 4, 0) == 0
+    for bad, error in (((0, 8, 128, 1), ValueError), ((32, 8, 128, -1), ValueError),
+                       ((32, 8.0, 128, 1), TypeError)):
+        with pytest.raises(error):
+            lm.kv_cache_bytes(*bad)
+
+
+@pytest.mark.parametrize(
+    ("make_call", "error", "match"),
+    [
+        (lambda m, c: m(ids_for(2, 3), make_model(seed=1)(ids_for(2, 3))[1]), ValueError,
+         "different model"),
+        (lambda m, c: m(ids_for(3, 2), c), ValueError, "batch of 2"),
+        (lambda m, c: m(ids_for(2, 2), (c.keys, c.values)), TypeError, "KVCache"),
+        (lambda m, c: m(ids_for(2, 62), c), ValueError, "max_len=64"),
+        (lambda m, c: m(ids_for(2, 3).int()), TypeError, "int64"),
+        (lambda m, c: m([[1, 2]]), TypeError, "int64"),
+        (lambda m, c: m(torch.tensor([1, 2])), ValueError, r"\(B, L\)"),
+        (lambda m, c: m(torch.zeros(2, 0, dtype=torch.long)), ValueError, r"\(B, L\)"),
+        (lambda m, c: m(torch.tensor([[1, 13]])), ValueError, "vocab_size=13"),
+        (lambda m, c: lm.DecoderLM({"vocab_size": 13}), TypeError, "LMConfig"),
+    ],
+)
+def test_bad_inputs(make_call, error, match) -> None:
+    model = make_model()
+    _, cache = model(ids_for(2, 4))
+    with pytest.raises(error, match=match):
+        make_call(model, cache)
+
+
+# ---------------------------------------------------------------------------------- cost
+
+
+@pytest.mark.parametrize("n_kv_heads", [6, 2, 1])
+@pytest.mark.parametrize(("n_new", "n_past"), [(7, 0), (1, 9), (3, 5)])
+def test_forward_flops_equal_pytorch_flop_counter(n_kv_heads, n_new, n_past) -> None:
+    config = dataclasses.replace(CONFIG, n_kv_heads=n_kv_heads)
+    model = make_model(config)
+    ids = ids_for(1, n_new + n_past)
+    cache = model(ids[:, :n_past])[1] if n_past else None
+    with FlopCounterMode(display=False) as counter:
+        model(ids[:, n_past:], cache)
+    assert counter.get_total_flops() == lm.forward_flops(config, n_new, n_past)
+
+
+def test_flops_per_token_grow_linearly_with_cache_and_quadratically_without() -> None:
+    c = CONFIG
+    cached = [lm.forward_flops(c, 1, n - 1) for n in (100, 200, 300)]
+    full = [lm.forward_flops(c, n) for n in (100, 200, 300)]
+    assert cached[2] - cached[1] == cached[1] - cached[0] == 100 * 4 * c.d_model * c.n_layers
+    assert (full[2] - full[1]) - (full[1] - full[0]) == 2 * 100**2 * 4 * c.d_model * c.n_layers
+    with pytest.raises(TypeError, match="LMConfig"):
+        lm.forward_flops(dataclasses.asdict(c), 1)
+    with pytest.raises(ValueError, match="n_new"):
+        lm.forward_flops(c, 0)
+
+
+# ------------------------------------------------------------------------------ generation
+
+
+def greedy_by_hand(model: lm.DecoderLM, prompt: torch.Tensor, n: int) -> torch.Tensor:
+    ids = prompt
+    for _ in range(n):
+        ids = torch.cat([ids, reference_forward(model, ids)[:, -1].argmax(-1, keepdim=True)], 1)
+    return ids
+
+
+def test_greedy_generation_with_and_without_cache() -> None:
+    model = make_model()
+    prompt = ids_for(2, 3)
+    expected = greedy_by_hand(model, prompt, 12)
+    for use_cache in (True, False):
+        out = lm.generate(model, prompt, 12, use_cache=use_cache)
+        assert out.shape == (2, 15) and torch.equal(out, expected)
+    # temperature 0 is greedy whatever top_k and top_p say
+    assert torch.equal(lm.generate(model, prompt, 12, top_k=3, top_p=0.5), expected)
+    assert torch.equal(lm.generate(model, prompt, 0), prompt)
+
+
+@pytest.mark.parametrize(("temperature", "top_k", "top_p"), [(1.0, None, None), (0.8, 5, 0.9)])
+def test_sampled_generation_is_the_same_with_and_without_cache(temperature, top_k, top_p) -> None:
+    model = make_model()
+    prompt = ids_for(3, 2)
+    outs = [lm.generate(model, prompt, 15, use_cache=use_cache, temperature=temperature,
+                        top_k=top_k, top_p=top_p, generator=torch.Generator().manual_seed(4))
+            for use_cache in (True, False)]
+    assert torch.equal(*outs)
+    assert torch.equal(outs[0][:, :2], prompt)
+    greedy = lm.generate(model, prompt, 15)
+    assert not torch.equal(outs[0], greedy)
+
+
+def test_generate_restores_the_training_mode_and_checks_its_arguments() -> None:
+    model = make_model().train()
+    lm.generate(model, ids_for(1, 2), 3)
+    assert model.training
+    prompt = ids_for(1, 2)
+    for kwargs, error, match in [
+        ({"temperature": -0.5}, ValueError, "temperature"),
+        ({"temperature": "hot"}, TypeError, "temperature"),
+        ({"top_p": 0.0}, ValueError, "top_p"),
+        ({"top_k": 0, "temperature": 1.0}, ValueError, "top_k"),
+        ({"max_new_tokens": 63}, ValueError, "max_len=64"),
+        ({"max_new_tokens": -1}, ValueError, "max_new_tokens"),
+    ]:
+        call = {"max_new_tokens": 3, **kwargs}
+        with pytest.raises(error, match=match):
+            lm.generate(model, prompt, **call)
+    with pytest.raises(TypeError, match="DecoderLM"):
+        lm.generate(torch.nn.Linear(2, 2), prompt, 3)

@@ -1,0 +1,537 @@
+"""Drawn diagrams: pictures of ideas rather than plots of data.
+
+The course's pipeline (which notebook explains which stage of a Transformer), a (B, N, d) tensor
+drawn as a stack of sheets, and heatmaps whose numbers stay readable on every cell. The
+architecture of notebooks 11, 13 and 14 (the split and merge of heads, the decoder block with its
+residual paths, the whole encoder–decoder, the training loop) is drawn as boxes joined by arrows
+(``_flow``). Every function draws with matplotlib on an opaque white background in the course's
+colour-blind-safe palette (:mod:`course_utils.plotting`) and returns the ``Figure`` (or the
+artist) so tests can inspect what was drawn; the notebook ends the cell with ``plt.show()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from course_utils.plotting import COLORMAP, PALETTE, text_color
+from course_utils.validation import check_int, real_array
+
+if TYPE_CHECKING:  # matplotlib is imported only when something is drawn
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.image import AxesImage
+
+__all__ = [
+    "PIPELINE",
+    "Stage",
+    "annotated_heatmap",
+    "decoder_block",
+    "encoder_decoder",
+    "head_reshape",
+    "head_split",
+    "pipeline",
+    "tensor_sheets",
+    "training_loop",
+]
+
+BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY, YELLOW, BLACK = PALETTE
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One box of the pipeline: what it computes and the notebooks that explain it."""
+
+    name: str
+    notebooks: str
+    phase: str  # "forward" (the model computes) or "training" (the model learns)
+
+
+# Tokens in, loss out, then back through the gradients to the weights.
+PIPELINE: tuple[Stage, ...] = (
+    Stage("tokens", "09", "forward"),
+    Stage("embeddings\n+ positions", "09", "forward"),
+    Stage("attention", "10, 11", "forward"),
+    Stage("feed-forward", "12", "forward"),
+    Stage("logits", "13, 14", "forward"),
+    Stage("softmax", "05", "forward"),
+    Stage("cross-entropy", "06", "training"),
+    Stage("gradients", "07, 08", "training"),
+    Stage("optimizer", "08", "training"),
+)
+
+
+def _white_figure(figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=figsize, facecolor="white")
+    ax.set_facecolor("white")
+    ax.set_axis_off()
+    return fig, ax
+
+
+def _box(ax: Axes, x: float, y: float, text: str, label: str, color: str,
+         width: float = 1.5, height: float = 0.9) -> None:
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height,
+                                boxstyle="round,pad=0.02,rounding_size=0.12",
+                                facecolor=color, edgecolor=BLACK, lw=1.0))
+    ax.text(x, y + 0.08, text, ha="center", va="center", fontsize=10, color=BLACK)
+    ax.text(x, y - height / 2 - 0.12, label, ha="center", va="top", fontsize=9, color=BLUE,
+            fontweight="bold")
+
+
+def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float], **style: object) -> None:
+    props = {"arrowstyle": "-|>", "color": BLACK, "lw": 1.2, "shrinkA": 0, "shrinkB": 0}
+    props.update(style)
+    ax.annotate("", xy=end, xytext=start, arrowprops=props)
+
+
+def pipeline() -> Figure:
+    """The course as one picture: the stages of a Transformer, each labelled by its notebooks.
+
+    Top row, left to right, the forward pass (tokens → embeddings + positions → attention →
+    feed-forward → logits → softmax); bottom row, right to left, training (cross-entropy →
+    gradients → optimizer), and an arrow from the optimizer back to the weights. Attention and
+    feed-forward sit in a bracket repeated L times (with the residuals and layer norm of 12);
+    notes name 15 (today's language models) and 16 (tiled attention), and 01–04, the
+    mathematics used everywhere. Returns the ``Figure``.
+    """
+    fig, ax = _white_figure((10.5, 4.8))
+    spacing = 1.95
+    forward = [s for s in PIPELINE if s.phase == "forward"]
+    training = [s for s in PIPELINE if s.phase == "training"]
+    top, bottom = 2.6, 0.0
+    top_x = [i * spacing for i in range(len(forward))]
+    # training runs back from the right end, under softmax
+    bottom_x = [top_x[-1] - i * spacing for i in range(len(training))]
+
+    # the repeated layer: attention and feed-forward
+    from matplotlib.patches import FancyBboxPatch
+
+    layer_left, layer_right = top_x[2] - 0.95, top_x[3] + 0.95
+    ax.add_patch(FancyBboxPatch((layer_left, top - 0.85), layer_right - layer_left, 1.9,
+                                boxstyle="round,pad=0.02,rounding_size=0.15", facecolor="white",
+                                edgecolor=GREEN, lw=1.5, ls="--"))
+    ax.text((layer_left + layer_right) / 2, top + 1.45,
+            "one layer, repeated L times\n(+ residuals, layer norm: 12)",
+            ha="center", va="center", fontsize=8.5, color=GREEN)
+
+    for x, stage in zip(top_x, forward, strict=True):
+        _box(ax, x, top, stage.name, f"notebook {stage.notebooks}", SKY)
+    for x, stage in zip(bottom_x, training, strict=True):
+        _box(ax, x, bottom, stage.name, f"notebook {stage.notebooks}", YELLOW)
+    for x0, x1 in zip(top_x[:-1], top_x[1:], strict=True):
+        _arrow(ax, (x0 + 0.75, top), (x1 - 0.75, top))
+    _arrow(ax, (top_x[-1], top - 0.45), (bottom_x[0], bottom + 0.45 + 0.02))
+    for x0, x1 in zip(bottom_x[:-1], bottom_x[1:], strict=True):
+        _arrow(ax, (x0 - 0.75, bottom), (x1 + 0.75, bottom))
+    # the optimizer updates the weights of every stage that has them
+    _arrow(ax, (bottom_x[-1] - 0.75, bottom), (top_x[1], top - 0.75),
+           connectionstyle="arc3,rad=-0.25", color=VERMILLION, ls="-")
+    ax.text(bottom_x[-1] - 2.55, bottom + 0.35, "update\nthe weights", ha="center",
+            va="center", fontsize=9, color=VERMILLION)
+
+    ax.text(top_x[0] - 0.75, top + 1.45, "forward pass: the model computes", ha="left",
+            fontsize=11, fontweight="bold", color=BLACK)
+    ax.text(bottom_x[0] + 0.75, bottom - 1.05, "training: the model learns", ha="right",
+            fontsize=11, fontweight="bold", color=BLACK)
+    notes = ("underneath everything: tensors 01 · matrix products 02 · eigenvalues 03 · "
+             "probability 04\n"
+             "today's language models (decoder-only, RoPE, KV cache): 15 · "
+             "tiled attention (no N×N matrix): 16")
+    ax.text(top_x[0] - 0.75, bottom - 1.05, notes, ha="left", va="top", fontsize=9,
+            color=BLACK, linespacing=1.6)
+    ax.set(xlim=(top_x[0] - 1.0, top_x[-1] + 1.0), ylim=(bottom - 1.9, top + 1.9))
+    ax.set_aspect("equal")
+    fig.tight_layout()
+    return fig
+
+
+def tensor_sheets(shape: tuple[int, int, int] = (3, 4, 6),
+                  names: tuple[str, str, str] = ("B (batch)", "N (sequence)", "d_model (features)"),
+                  sentence: int = 0, token: int = 2) -> Figure:
+    """A (B, N, d) tensor drawn as B sheets, one per sentence, each N rows (tokens) by d columns
+    (features); sheet ``sentence`` is shaded and its row ``token`` highlighted.
+
+    The front sheet is sentence 0; the others recede up and to the right. The axes are labelled
+    with ``names`` and their sizes, ``X[sentence]`` and ``X[sentence, token]`` are annotated.
+    Returns the ``Figure``.
+    """
+    batch, seq, dim = (check_int(n, f"shape[{i}]") for i, n in enumerate(shape))
+    if not 0 <= sentence < batch:
+        raise ValueError(f"sentence must be in [0, {batch}), got {sentence}")
+    if not 0 <= token < seq:
+        raise ValueError(f"token must be in [0, {seq}), got {token}")
+    from matplotlib.patches import Rectangle
+
+    fig, ax = _white_figure((8.0, 4.6))
+    dx, dy = 0.9, 0.7  # how far each sheet behind is shifted
+    for b in reversed(range(batch)):  # back to front, so the front sheet covers the others
+        ox, oy = b * dx, b * dy
+        for n in range(seq):
+            for j in range(dim):
+                if b == sentence and n == token:
+                    color = ORANGE
+                elif b == sentence:
+                    color = SKY
+                else:
+                    color = "#eeeeee"
+                ax.add_patch(Rectangle((ox + j, oy + seq - 1 - n), 1, 1, facecolor=color,
+                                       edgecolor=BLACK, lw=0.6))
+        if b > 0:  # in the strip of this sheet that the sheet in front leaves visible
+            ax.text(ox + 0.15, oy + seq - dy / 2, f"sentence {b}", va="center", fontsize=7.5,
+                    color=BLACK)
+    # axis labels: features along the bottom, tokens down the side, batch along the diagonal
+    ax.annotate("", xy=(dim, -0.45), xytext=(0, -0.45),
+                arrowprops={"arrowstyle": "-|>", "color": BLACK})
+    ax.text(dim / 2, -0.6, f"axis 2: {names[2]} = {dim}", ha="center", va="top", fontsize=10)
+    ax.annotate("", xy=(-0.45, 0), xytext=(-0.45, seq),
+                arrowprops={"arrowstyle": "-|>", "color": BLACK})
+    ax.text(-0.6, seq / 2, f"axis 1: {names[1]} = {seq}", ha="right", va="center",
+            fontsize=10, rotation=90)
+    ax.annotate("", xy=(batch * dx - 0.2, seq + batch * dy - 0.2), xytext=(0, seq + 0.1),
+                arrowprops={"arrowstyle": "-|>", "color": BLACK})
+    ax.text(-0.1, seq + batch * dy * 0.6, f"axis 0: {names[0]} = {batch}", ha="right",
+            va="bottom", fontsize=10)
+    ox, oy = sentence * dx, sentence * dy
+    right = (batch - 1) * dx + dim + 1.6
+    ax.annotate(f"X[{sentence}]: sentence {sentence},\nshape ({seq}, {dim})",
+                xy=(ox + dim, oy + 0.5 if token != seq - 1 else oy + seq - 0.5),
+                xytext=(right, 0.4), fontsize=9, color=BLUE, va="center",
+                arrowprops={"arrowstyle": "->", "color": BLUE})
+    ax.annotate(f"X[{sentence}, {token}]: token {token} of it,\nshape ({dim},)",
+                xy=(ox + dim, oy + seq - 0.5 - token), xytext=(right, seq - 0.8), fontsize=9,
+                color=VERMILLION, va="center", arrowprops={"arrowstyle": "->", "color": VERMILLION})
+    ax.set(xlim=(-2.0, right + 3.2), ylim=(-1.5, seq + batch * dy + 0.6))
+    ax.set_aspect("equal")
+    fig.tight_layout()
+    return fig
+
+
+def annotated_heatmap(ax: Axes, data: ArrayLike, vmin: float | None = None,
+                      vmax: float | None = None, fmt: str = "{}", cmap: str = COLORMAP,
+                      fontsize: float = 10) -> AxesImage:
+    """``ax.imshow(data)`` with each cell's value written on it, in black or white, whichever
+    reads better on that cell's colour (:func:`course_utils.plotting.text_color`).
+
+    ``data`` is a 2-D array (a 1-D one is drawn as a single row); ``vmin``/``vmax`` default to its
+    range; ``fmt`` formats each value (``"{:.2f}"``). Ticks are removed. Returns the image.
+    """
+    array = real_array(data, "data")
+    if array.ndim == 1:
+        array = array[None, :]
+    if array.ndim != 2:
+        raise ValueError(f"data must be a 1-D or 2-D array, got shape {array.shape}")
+    low = float(array.min()) if vmin is None else float(vmin)
+    high = float(array.max()) if vmax is None else float(vmax)
+    if not high > low:
+        high = low + 1.0  # a constant array: any range will do
+    image = ax.imshow(array, cmap=cmap, vmin=low, vmax=high)
+    for (r, c), value in np.ndenumerate(array):
+        ax.text(c, r, fmt.format(value), ha="center", va="center", fontsize=fontsize,
+                color=text_color(float(value), low, high, cmap))
+    ax.set(xticks=[], yticks=[])
+    return image
+
+
+# ---------------------------------------------------------------------------------------------
+# Architecture diagrams of notebooks 11, 13 and 14: boxes (``_box``) joined by arrows (``_arrow``).
+
+
+def _flow(ax: Axes, boxes: dict[str, tuple[float, float, str, str]],
+          arrows: list[tuple[str, str, str]], width: float = 1.9, height: float = 0.9,
+          sizes: dict[str, tuple[float, float]] | None = None) -> dict[str, tuple[float, float]]:
+    """Draw named boxes ``name: (x, y, text, color)`` and straight arrows ``(start, end, label)``
+    from the edge of one box to the edge of the other; ``sizes`` overrides a box's
+    ``(width, height)``. Returns each box's centre."""
+    sizes = sizes or {}
+    for name, (x, y, text, color) in boxes.items():
+        w, h = sizes.get(name, (width, height))
+        _box(ax, x, y, text, "", color, width=w, height=h)
+
+    def edge(name: str, toward: tuple[float, float]) -> tuple[float, float]:
+        x, y = boxes[name][:2]
+        w, h = sizes.get(name, (width, height))
+        dx, dy = toward[0] - x, toward[1] - y
+        # leave the box through the side the other point lies beyond
+        scale = min(w / 2 / abs(dx) if dx else np.inf, h / 2 / abs(dy) if dy else np.inf)
+        return x + dx * scale, y + dy * scale
+
+    for start, end, label in arrows:
+        a, b = boxes[start][:2], boxes[end][:2]
+        p, q = edge(start, b), edge(end, a)
+        _arrow(ax, p, q)
+        if label:
+            ax.text((p[0] + q[0]) / 2, (p[1] + q[1]) / 2, label, ha="center", va="bottom",
+                    fontsize=8.5, color=BLUE, bbox={"facecolor": "white", "edgecolor": "none",
+                                                    "pad": 0.5})
+    return {name: box[:2] for name, box in boxes.items()}
+
+
+HEAD_COLORS = (SKY, ORANGE, YELLOW, PURPLE, GREEN)
+
+
+def _head_color(i: int) -> str:
+    return HEAD_COLORS[i % len(HEAD_COLORS)]
+
+
+def head_split(n_heads: int = 4) -> Figure:
+    """Multi-head attention as a data flow (notebook 11): X is projected to Q, K and V, split into
+    ``n_heads`` heads of width d_k = d_model / h, each head attends on its own, the heads are
+    merged (concatenated) and multiplied by W^O. Shapes are written under the boxes. Returns the
+    ``Figure``."""
+    h = check_int(n_heads, "n_heads")
+    fig, ax = _white_figure((13.0, 1.6 + 1.05 * h))
+    gap = 1.15
+    ys = [(h - 1) / 2 * gap - i * gap for i in range(h)]
+    boxes = {
+        "x": (0.0, 0.0, "X", SKY),
+        "proj": (2.6, 0.0, "$Q = XW^Q$\n$K = XW^K$\n$V = XW^V$", SKY),
+        "split": (5.2, 0.0, "split heads\nreshape, transpose", "white"),
+        "merge": (10.4, 0.0, "merge heads\n= Concat", "white"),
+        "out": (13.0, 0.0, "$\\cdot\\, W^O$", SKY),
+    }
+    for i, y in enumerate(ys):
+        boxes[f"head {i + 1}"] = (7.8, y, f"head {i + 1}\nsoftmax$(Q_iK_i^T/\\sqrt{{d_k}})\\,V_i$",
+                                  _head_color(i))
+    sizes = {"proj": (1.9, 1.3)} | {f"head {i + 1}": (2.6, 0.85) for i in range(h)}
+    arrows = [("x", "proj", ""), ("proj", "split", "")]
+    arrows += [("split", f"head {i + 1}", "") for i in range(h)]
+    arrows += [(f"head {i + 1}", "merge", "") for i in range(h)]
+    arrows += [("merge", "out", "")]
+    _flow(ax, boxes, arrows, sizes=sizes)
+    for x, shape in [(0.0, "(B, N, d_model)"), (2.6, "(B, N, d_model)\neach"),
+                     (5.2, "(B, h, N, d_k)"), (10.4, "(B, N, h·d_k)\n= (B, N, d_model)"),
+                     (13.0, "(B, N, d_model)")]:
+        top = 0.65 if x == 2.6 else 0.45
+        ax.text(x, -top - 0.1, shape, ha="center", va="top", fontsize=9, color=BLUE,
+                fontweight="bold")
+    ax.text(7.8, min(ys) - 0.5, "each head: (B, N, d_k)", ha="center", va="top", fontsize=9,
+            color=BLUE, fontweight="bold")
+    low = min(min(ys) - 0.9, -1.4)
+    ax.text(7.8, max(ys) + 0.65, "h heads side by side, each of width d_k = d_model / h",
+            ha="center", va="bottom", fontsize=9, color=BLACK)
+    ax.set(xlim=(-1.2, 14.2), ylim=(low - 0.8, max(ys) + 1.1))
+    ax.set_aspect("equal")
+    fig.tight_layout()
+    return fig
+
+
+def _grid(ax: Axes, left: float, top: float, values: np.ndarray, colors: list[list[str]],
+          title: str = "") -> None:
+    """A small matrix drawn as unit cells (row 0 at the top), each value written on its cell."""
+    from matplotlib.patches import Rectangle
+
+    rows, cols = values.shape
+    for r in range(rows):
+        for c in range(cols):
+            ax.add_patch(Rectangle((left + c, top - r - 1), 1, 1, facecolor=colors[r][c],
+                                   edgecolor=BLACK, lw=0.8))
+            ax.text(left + c + 0.5, top - r - 0.5, f"{values[r, c]}", ha="center", va="center",
+                    fontsize=10, color=BLACK)
+    if title:
+        ax.text(left + cols / 2, top + 0.25, title, ha="center", va="bottom", fontsize=9.5,
+                color=BLACK)
+
+
+def head_reshape(n_tokens: int = 3, d_model: int = 4, n_heads: int = 2) -> Figure:
+    """The split of notebook 11, cell by cell, for one sentence of ``n_tokens`` tokens: ``x`` of
+    shape (N, d_model) holding 0, 1, 2, ... with each cell coloured by the head its feature goes
+    to; ``reshape`` to (N, h, d_k) cuts every row into h pieces; ``transpose`` to (h, N, d_k)
+    gathers each head's pieces of every token. Below, the plain reshape to (h, N, d_k) without
+    the transpose, whose "heads" mix tokens and features of other heads. Returns the
+    ``Figure``."""
+    n = check_int(n_tokens, "n_tokens")
+    d = check_int(d_model, "d_model")
+    h = check_int(n_heads, "n_heads")
+    if d % h:
+        raise ValueError(f"d_model must be divisible by n_heads, got d_model={d}, n_heads={h}")
+    d_k = d // h
+    x = np.arange(n * d).reshape(n, d)
+    head_of = [[_head_color(c // d_k) for c in range(d)] for _ in range(n)]
+    fig, ax = _white_figure((2.2 + 3.1 * d / 4 * 3, 1.8 + 1.9 * n))
+    # 1: x as (N, d_model)
+    _grid(ax, 0, 0, x, head_of, f"x: (N, d_model) = ({n}, {d})")
+    # 2: reshape to (N, h, d_k): the same rows, cut into h pieces
+    left = d + 2.0
+    for i in range(h):
+        _grid(ax, left + i * (d_k + 0.4), 0, x[:, i * d_k:(i + 1) * d_k],
+              [row[i * d_k:(i + 1) * d_k] for row in head_of])
+    width2 = d + 0.4 * (h - 1)
+    ax.text(left + width2 / 2, 0.25, f"reshape: (N, h, d_k) = ({n}, {h}, {d_k})", ha="center",
+            va="bottom", fontsize=9.5, color=BLACK)
+    # 3: transpose(1, 2) to (h, N, d_k): one matrix per head
+    left3 = left + width2 + 2.0
+    for i in range(h):
+        top = -i * (n + 0.8)
+        _grid(ax, left3, top, x[:, i * d_k:(i + 1) * d_k],
+              [row[i * d_k:(i + 1) * d_k] for row in head_of])
+        ax.text(left3 + d_k + 0.2, top - n / 2, f"head {i + 1}", ha="left", va="center",
+                fontsize=9.5, color=BLACK)
+    ax.text(left3 + d_k / 2, 0.25, f"transpose: (h, N, d_k) = ({h}, {n}, {d_k})", ha="center",
+            va="bottom", fontsize=9.5, color=BLACK)
+    _arrow(ax, (d + 0.3, -n / 2), (left - 0.3, -n / 2))
+    _arrow(ax, (left + width2 + 0.3, -n / 2), (left3 - 0.3, -n / 2))
+    # below: the plain reshape, which mixes tokens across heads
+    wrong = x.reshape(h, n, d_k)
+    top = -n - 1.6
+    for i in range(h):
+        cells = wrong[i]
+        colors = [[_head_color((int(v) % d) // d_k) for v in row] for row in cells]
+        _grid(ax, i * (d_k + 1.2), top, cells, colors)
+        ax.text(i * (d_k + 1.2) + d_k / 2, top - n - 0.15, f"'head {i + 1}'", ha="center", va="top",
+                fontsize=9.5, color=VERMILLION)
+    ax.text(0, top + 0.25, f"wrong: x.reshape({h}, {n}, {d_k}) with no transpose", ha="left",
+            va="bottom", fontsize=9.5, color=VERMILLION, fontweight="bold")
+    ax.text(h * (d_k + 1.2), top - n / 2,
+            "each 'head' holds pieces of several tokens\nand features meant for other heads",
+            ha="left", va="center", fontsize=9.5, color=VERMILLION)
+    bottom = min(top - n - 0.8, -h * (n + 0.8))
+    ax.set(xlim=(-0.5, left3 + d_k + 1.6), ylim=(bottom, 1.0))
+    ax.set_aspect("equal")
+    fig.tight_layout()
+    return fig
+
+
+def _residual(ax: Axes, x: float, y_from: float, y_to: float, side: float) -> None:
+    """A residual path: from the main line at height ``y_from`` out to ``x + side``, up to
+    ``y_to``, and back into the box centred at ``(x, y_to)`` (half as wide as ``side``)."""
+    ax.plot([x, x + side, x + side], [y_from, y_from, y_to], color=BLACK, lw=1.2)
+    ax.plot([x], [y_from], "o", color=BLACK, ms=4)
+    _arrow(ax, (x + side, y_to), (x + side / 2, y_to))
+
+
+def _frame(ax: Axes, left: float, bottom: float, width: float, height: float, text: str) -> None:
+    """A dashed frame around the boxes of one repeated layer, ``text`` beside its top right."""
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(FancyBboxPatch((left, bottom), width, height,
+                                boxstyle="round,pad=0.02,rounding_size=0.2", facecolor="none",
+                                edgecolor=GREEN, lw=1.5, ls="--"))
+    ax.text(left + width + 0.1, bottom + height, text, fontsize=10, color=GREEN, ha="left",
+            va="top")
+
+
+def decoder_block() -> Figure:
+    """One decoder layer of notebook 13, post-LN as in the paper: masked self-attention,
+    cross-attention (queries from below, keys and values from the encoder's output M) and the
+    feed-forward network, each followed by "add & norm" and bypassed by a residual path from
+    its input to that sum. The layer is repeated N_dec times. Returns the ``Figure``."""
+    fig, ax = _white_figure((7.5, 8.6))
+    sub = (2.8, 0.9)
+    add = (2.0, 0.55)
+    boxes = {
+        "input": (0.0, 0.0, "decoder input X: (B, T, d_model)\ntarget embeddings + positions",
+                  "white"),
+        "self": (0.0, 1.8, "masked multi-head\nself-attention", SKY),
+        "add 1": (0.0, 3.0, "add & norm", YELLOW),
+        "cross": (0.0, 4.5, "multi-head\ncross-attention", SKY),
+        "add 2": (0.0, 5.7, "add & norm", YELLOW),
+        "ffn": (0.0, 7.2, "feed-forward", ORANGE),
+        "add 3": (0.0, 8.4, "add & norm", YELLOW),
+        "output": (0.0, 9.8, "output: (B, T, d_model)\nto the next layer", "white"),
+        "memory": (-4.2, 4.5, "encoder output M\n(B, S, d_model)", "white"),
+    }
+    sizes = {"input": (4.0, 0.9), "output": (3.4, 0.9), "memory": (2.6, 0.9),
+             "self": sub, "cross": sub, "ffn": sub, "add 1": add, "add 2": add, "add 3": add}
+    chain = ["input", "self", "add 1", "cross", "add 2", "ffn", "add 3", "output"]
+    arrows = [(a, b, "") for a, b in zip(chain[:-1], chain[1:], strict=True)]
+    arrows.append(("memory", "cross", "K, V"))
+    _flow(ax, boxes, arrows, sizes=sizes)
+    ax.text(-0.12, 4.5 - 0.45 - 0.3, "Q", fontsize=8.5, color=BLUE, ha="right", va="center")
+    ax.text(-0.12, 1.8 - 0.45 - 0.3, "Q, K, V", fontsize=8.5, color=BLUE, ha="right",
+            va="center")
+    for y_from, y_to in [(0.95, 3.0), (3.75, 5.7), (6.45, 8.4)]:
+        _residual(ax, 0.0, y_from, y_to, 2.0)
+    ax.text(2.15, 2.0, "residual", rotation=90, fontsize=8.5, va="center")
+    _frame(ax, -2.0, 0.65, 4.7, 8.15, "× N_dec\nlayers")
+    ax.text(-2.1, 1.8, "causal mask:\nposition t sees\npositions ≤ t", fontsize=8.5,
+            ha="right", va="center", color=BLACK)
+    ax.set(xlim=(-5.8, 4.0), ylim=(-0.8, 10.6))
+    ax.set_aspect("equal")
+    fig.tight_layout()
+    return fig
+
+
+def encoder_decoder() -> Figure:
+    """The whole encoder–decoder Transformer of notebook 13: the encoder (left) turns the source
+    tokens into the memory M; the decoder (right) reads the target shifted right behind <bos>,
+    and each of its layers cross-attends to M (keys and values) before the output projection
+    and the softmax give a probability for every next token. Returns the ``Figure``."""
+    fig, ax = _white_figure((10.0, 8.4))
+    enc, dec = 0.0, 6.0
+    boxes = {
+        "src": (enc, 0.0, "source tokens\n$x_1 \\dots x_S$", "white"),
+        "src embed": (enc, 1.4, "embedding $\\cdot\\sqrt{d_{model}}$\n+ positions", PURPLE),
+        "enc self": (enc, 3.0, "self-attention\n+ add & norm", SKY),
+        "enc ffn": (enc, 4.3, "feed-forward\n+ add & norm", ORANGE),
+        "memory": (enc, 6.0, "memory M\n(B, S, d_model)", "white"),
+        "tgt": (dec, 0.0, "target, shifted right\n<bos> $y_1 \\dots y_{T-1}$", "white"),
+        "tgt embed": (dec, 1.4, "embedding $\\cdot\\sqrt{d_{model}}$\n+ positions", PURPLE),
+        "dec self": (dec, 3.0, "masked self-attention\n+ add & norm", SKY),
+        "cross": (dec, 4.3, "cross-attention\n+ add & norm", SKY),
+        "dec ffn": (dec, 5.6, "feed-forward\n+ add & norm", ORANGE),
+        "linear": (dec, 7.2, "linear $W_{out}$\n→ logits (B, T, V)", PURPLE),
+        "softmax": (dec, 8.5, "softmax\n→ next-token probabilities", "white"),
+    }
+    arrows = [("src", "src embed", ""), ("src embed", "enc self", ""),
+              ("enc self", "enc ffn", ""), ("enc ffn", "memory", ""),
+              ("tgt", "tgt embed", ""), ("tgt embed", "dec self", ""),
+              ("dec self", "cross", ""), ("cross", "dec ffn", ""), ("dec ffn", "linear", ""),
+              ("linear", "softmax", ""), ("memory", "cross", "K, V")]
+    _flow(ax, boxes, arrows, width=3.0, height=0.9)
+    _frame(ax, enc - 1.75, 2.35, 3.5, 2.6, "× N_enc")
+    _frame(ax, dec - 1.75, 2.35, 3.5, 3.9, "× N_dec")
+    ax.text(enc, 8.9, "encoder", fontsize=12, fontweight="bold", ha="center")
+    ax.text(dec, 8.9, "decoder", fontsize=12, fontweight="bold", ha="center")
+    ax.text(enc, 7.0, "M goes to the cross-attention\nof every decoder layer", fontsize=8.5,
+            ha="center", va="bottom", color=BLUE)
+    ax.text((enc + dec) / 2, -1.0, "shared embeddings: one V × d_model matrix is the source "
+            "embedding,\nthe target embedding and $W_{out}^T$", fontsize=9, ha="center",
+            va="top", color=PURPLE)
+    ax.set(xlim=(enc - 2.2, dec + 3.0), ylim=(-1.9, 9.4))
+    ax.set_aspect("equal")
+    fig.tight_layout()
+    return fig
+
+
+def training_loop() -> Figure:
+    """One training step of notebook 14 as a loop: a batch of (source, target) pairs is padded;
+    the decoder reads ``tgt_in`` = <bos> + target (teacher forcing: the true previous tokens, not
+    its own guesses) while ``tgt_out`` = target + <eos> is what the cross-entropy compares the
+    logits with; backpropagation gives the gradients and AdamW, with the warm-up learning rate,
+    updates the weights. Returns the ``Figure``."""
+    fig, ax = _white_figure((13.0, 5.6))
+    boxes = {
+        "pairs": (0.0, 2.6, "training pairs\n(source, target)", "white"),
+        "batch": (2.7, 2.6, "batch: pad\n+ masks", "white"),
+        "src": (5.6, 3.4, "src: source ids\n+ <eos>", SKY),
+        "tgt_in": (5.6, 1.8, "tgt_in: <bos>\n+ target", SKY),
+        "tgt_out": (5.6, 5.0, "tgt_out: target\n+ <eos>", YELLOW),
+        "model": (8.6, 2.6, "Transformer\nencoder → src\ndecoder → tgt_in", PURPLE),
+        "logits": (11.4, 2.6, "logits\n(B, T, V)", "white"),
+        "loss": (11.4, 5.0, "cross-entropy\n(skips <pad>)", YELLOW),
+        "backward": (11.4, 0.0, "backward:\ngradients", ORANGE),
+        "step": (8.6, 0.0, "clip, AdamW step\n(warm-up lr)", ORANGE),
+    }
+    sizes = {"model": (2.2, 2.4), "pairs": (2.0, 0.9), "batch": (1.7, 0.9)}
+    arrows = [("pairs", "batch", ""), ("batch", "src", ""), ("batch", "tgt_in", ""),
+              ("batch", "tgt_out", ""), ("src", "model", ""), ("tgt_in", "model", ""),
+              ("model", "logits", ""), ("logits", "loss", ""), ("tgt_out", "loss", "labels"),
+              ("step", "model", "update the weights")]
+    _flow(ax, boxes, arrows, width=2.0, height=0.9, sizes=sizes)
+    # the loss flows back: drawn around the right, from the loss down to the gradients
+    _arrow(ax, (12.4, 5.0), (12.4, 0.0), connectionstyle="bar,fraction=-0.15")
+    _arrow(ax, (10.4, 0.0), (9.6, 0.0))
+    ax.text(13.3, 2.5, "backpropagation", rotation=90, fontsize=9, va="center", color=BLACK)
+    ax.text(5.6, 0.85, "teacher forcing: the decoder reads\nthe true previous tokens",
+            fontsize=8.5, ha="center", va="top", color=BLUE)
+    ax.set(xlim=(-1.2, 13.6), ylim=(-0.9, 5.9))
+    ax.set_aspect("equal")
+    fig.tight_layout()
+    return fig

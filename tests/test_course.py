@@ -1,4 +1,5 @@
-"""Course-wide rules every notebook follows (see COURSE.md): names, template, outputs, exercises."""
+"""Course-wide rules every notebook follows (CONTRIBUTING.md): names, the template, stored
+outputs, exercises, the maps of the course, the requirements."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from course_utils.checks import CheckResult
 
@@ -24,6 +27,10 @@ NAME_RE = re.compile(r"^(\d\d)_[a-z0-9]+(_[a-z0-9]+)*\.ipynb$")
 SOLUTION_RE = re.compile(
     r"<details>\s*<summary>\s*Solution\s*</summary>\s*```python\n(.*?)```\s*</details>", re.S
 )
+# A row of CONTRIBUTING.md's notebook map: number, notebook, modules, checker, test files.
+CONTRIBUTING_ROW_RE = re.compile(
+    r"^\| (\d\d) \| \[[^\]]*\]\(notebooks/([^)]+)\) \| (.*) \| (.*) \| (.*) \|$", re.M
+)
 
 
 def load(path: Path) -> nbformat.NotebookNode:
@@ -36,6 +43,17 @@ def code_cells(nb):
 
 def solutions(nb) -> list[str]:
     return [m for c in nb.cells if c.cell_type == "markdown" for m in SOLUTION_RE.findall(c.source)]
+
+
+def imported_modules(nb) -> set[str]:
+    """The course_utils modules a notebook imports (``from course_utils[.module] import ...``)."""
+    found = set()
+    for cell in code_cells(nb):
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course_utils"):
+                parts = node.module.split(".")
+                found |= {parts[1]} if len(parts) > 1 else {alias.name for alias in node.names}
+    return found
 
 
 def test_notebooks_are_numbered_contiguously_from_00():
@@ -87,7 +105,7 @@ class TestNotebook:
                 assert cell.source.startswith("# NBVAL_IGNORE_OUTPUT")
             assert not [t for t in cell.metadata.get("tags", []) if t.startswith("nbval")]
 
-    def test_exercises_have_solutions_and_stubs(self, path):
+    def test_exercises_have_solutions_and_stubs(self, path):  # CONTRIBUTING.md: the template
         nb = load(path)
         found = solutions(nb)
         assert len(found) >= (1 if path.name.startswith("00") else 3), "too few exercises"
@@ -133,14 +151,41 @@ def test_worked_solution_passes_its_checker(path, index):
     assert result.passed, f"{result!r}\n{printed.getvalue()}"
 
 
+def test_contributing_maps_every_notebook_to_its_files():
+    """CONTRIBUTING.md's notebook map has a row per notebook, in order, naming modules the
+    notebook imports, its checker module and test files that exist (a module's own included)."""
+    rows = CONTRIBUTING_ROW_RE.findall((ROOT / "CONTRIBUTING.md").read_text())
+    assert [row[1] for row in rows] == NAMES, "CONTRIBUTING.md's notebook map is out of date"
+    for number, name, modules, checker, tests in rows:
+        listed = re.findall(r"`(test_\w+\.py)`", tests)
+        assert checker == f"`nb{number}`", f"{name}: the checker module is nb{number}"
+        assert (ROOT / "course_utils" / "checks" / f"nb{number}.py").is_file()
+        assert f"test_checks_nb{number}.py" in listed, f"{name}: its checker test is not listed"
+        imported = imported_modules(load(ROOT / "notebooks" / name))
+        for module in re.findall(r"`(\w+)`", modules):
+            assert module in imported, f"{name} does not import course_utils.{module}"
+            assert f"test_{module}.py" in listed, f"{name}: test_{module}.py is not listed"
+        for test in listed:
+            assert (ROOT / "tests" / test).is_file(), f"{name}: tests/{test} does not exist"
+
+
+def test_contributing_names_every_course_utils_module():
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    modules = {p.stem for p in (ROOT / "course_utils").glob("*.py")} - {"__init__"}
+    missing = sorted(m for m in modules if f"`{m}`" not in text)
+    assert not missing, f"CONTRIBUTING.md does not say where these belong: {missing}"
+
+
+def _requirements(lines) -> list[Requirement]:
+    """The requirements in ``lines``: comments, blank lines and YAML keys skipped, a YAML list
+    item's ``- `` removed."""
+    specs = (line.split("#")[0].strip().removeprefix("- ").strip() for line in lines)
+    return [Requirement(spec) for spec in specs if spec and not spec.endswith(":")]
+
+
 def _requirement_names(lines) -> set[str]:
-    names = set()
-    for line in lines:
-        line = line.split("#")[0].strip().lstrip("- ").strip()
-        if line and not line.endswith(":"):
-            name = re.split(r"[<>=!~; \[]", line, maxsplit=1)[0].lower().replace("_", "-")
-            names.add({"pytorch": "torch"}.get(name, name))
-    return names
+    names = {canonicalize_name(req.name) for req in _requirements(lines)}
+    return {{"pytorch": "torch"}.get(name, name) for name in names}
 
 
 def test_requirements_and_environment_yml_list_the_same_packages():
@@ -153,13 +198,11 @@ def test_requirements_and_environment_yml_list_the_same_packages():
 
 
 def test_requirements_are_lower_bounds_only():
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
-        spec = line.split("#")[0].split(";")[0].strip()
-        if spec:
-            assert ">=" in spec and "==" not in spec and "<" not in spec.replace("<=", ""), spec
-    lines = (ROOT / "requirements.txt").read_text().splitlines()
-    triton = [x for x in lines if x.startswith("triton")]
-    assert triton and 'platform_machine == "x86_64"' in triton[0]
+    requirements = _requirements((ROOT / "requirements.txt").read_text().splitlines())
+    for req in requirements:
+        assert [spec.operator for spec in req.specifier] == [">="], str(req)
+    triton = [req for req in requirements if req.name == "triton"]
+    assert triton and 'platform_machine == "x86_64"' in str(triton[0].marker)
 
 
 def test_ci_pins_torch_to_the_cpu_build_on_disk():

@@ -1,17 +1,24 @@
-"""Keep every notebook's Colab badge and setup cell in step with the one canonical address.
+"""The parts every notebook shares, generated in one place; and the scaffold of a new notebook.
 
-    python tools/notebooks.py sync                      # rewrite badges and setup cells
-    python tools/notebooks.py new 05_softmax "Title"    # start a notebook from the template
+    python tools/notebooks.py sync                           # rewrite badges and setup cells
+    python tools/notebooks.py new 17_snake_case "Title" ["what you will see"]
 
-The address lives only in pyproject.toml ([project.urls] Repository); tests/test_course.py
-fails when a notebook disagrees with what this module generates.
+``sync``: the address lives only in pyproject.toml ([project.urls] Repository);
+tests/test_course.py fails when a notebook's badge or setup cell disagrees with this module.
+
+``new``: the next notebook, its checker module ``course_utils/checks/nbNN.py`` and its checker
+test ``tests/test_checks_nbNN.py``, with three warm-up exercises to replace; its row in the course
+maps of README.md, notebook 00 and CONTRIBUTING.md; then ``make notebooks NB=…`` executes it.
+``make test`` passes at once. CONTRIBUTING.md ("Adding a notebook") says what to write next.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -19,6 +26,8 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 BADGE_RE = re.compile(r"\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)")
+STEM_RE = re.compile(r"^\d\d_[a-z0-9]+(_[a-z0-9]+)*$")
+MAP_ROW_RE = re.compile(r"^\| \d\d \|.*$", re.M)  # a row of a course map: "| 07 | ... |"
 
 
 def repository_url() -> str:
@@ -67,24 +76,301 @@ def sync(path: Path) -> bool:
     return True
 
 
-def new(stem: str, title: str) -> Path:
-    """Create notebooks/<stem>.ipynb with the title, badge and setup cell (no outputs yet)."""
-    path = NOTEBOOKS / f"{stem}.ipynb"
-    if path.exists():
-        raise FileExistsError(path)
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.metadata["language_info"] = {"name": "python"}
-    nb.cells = [
-        nbformat.v4.new_markdown_cell(f"# {title}\n\n{badge(path.name)}\n"),
-        nbformat.v4.new_code_cell(setup_cell_source()),
+# --- the scaffold of a new notebook (its number replaces "NN" in the templates) ---------------
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """A warm-up exercise: ``def name(args)`` checked by ``nbNN.check_<name>``."""
+
+    heading: str
+    name: str
+    args: str
+    statement: str
+    hint: str
+    solution: str  # the function's body
+
+    def cells(self, number: int, checks: str) -> list[nbformat.NotebookNode]:
+        """Exercise ``number``: the statement, the stub with its call to the checker module
+        ``checks``, and the hint and solution blocks."""
+        check = f"{checks}.check_{self.name}({self.name})"
+        solution = (f"import numpy as np\nfrom course_utils.checks import {checks}\n\n\n"
+                    f"def {self.name}({self.args}):\n{self.solution}\n\n\n{check}\n")
+        return [
+            nbformat.v4.new_markdown_cell(
+                f"### Exercise {number}: {self.heading}\n\n{self.statement}"),
+            nbformat.v4.new_code_cell(
+                f"def {self.name}({self.args}):\n"
+                f"    raise NotImplementedError  # your code here\n\n\n{check}"),
+            nbformat.v4.new_markdown_cell(
+                f"<details><summary>Hint</summary>\n\n{self.hint}\n\n</details>\n\n"
+                f"<details><summary>Solution</summary>\n\n```python\n{solution}```\n\n</details>"),
+        ]
+
+
+EXERCISES = [
+    Exercise(
+        "the mean", "mean", "x",
+        "Write `mean(x)` returning the mean $\\bar x = \\frac{1}{n}\\sum_{i=1}^{n} x_i$ of a 1-D "
+        "array as a float (also for integers), and raising `ValueError` for an empty array, "
+        "whose mean would be $0/0$.",
+        "Check `x.size` first, then divide `np.sum(x)` by it.",
+        "    x = np.asarray(x, dtype=np.float64)\n"
+        "    if x.size == 0:\n"
+        '        raise ValueError("x must not be empty: its mean would be 0/0")\n'
+        "    return float(np.sum(x) / x.size)",
+    ),
+    Exercise(
+        "the dot product", "dot", "a, b",
+        "Write `dot(a, b)` returning $a \\cdot b = \\sum_i a_i b_i$ as a float, and raising "
+        "`ValueError` when `a` and `b` differ in length.",
+        "Compare the lengths before multiplying; `np.sum(a * b)` does the rest.",
+        "    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)\n"
+        "    if a.shape != b.shape:\n"
+        '        raise ValueError(f"a and b differ in length: {len(a)} and {len(b)}")\n'
+        "    return float(np.sum(a * b))",
+    ),
+    Exercise(
+        "ReLU", "relu", "x",
+        "Write `relu(x)` returning $\\max(0, x)$ entry by entry, as a new float array of the "
+        "same shape: the caller's `x` must not change.",
+        "`np.maximum` compares entry by entry and returns a new array.",
+        "    return np.maximum(np.asarray(x, dtype=np.float64), 0.0)",
+    ),
+]
+
+INTRO = """\
+*Scaffolded by `tools/notebooks.py new`: replace this paragraph with why the topic matters for
+Transformers, the section and the warm-up exercises below with the notebook's own, and follow
+CONTRIBUTING.md.*
+
+You will learn:
+
+- the pattern every section follows, on the sum $1 + 2 + \\dots + n$;
+- three warm-ups with automatic checkers: a mean, a dot product and ReLU."""
+
+PREAMBLE = """\
+import matplotlib.pyplot as plt
+import numpy as np
+
+from course_utils import env
+from course_utils.checks import nbNN
+
+rng = env.setup_notebook(seed=0)  # seeds everything; rounded printing; figure style"""
+
+SECTION = """\
+## 1. The sum of the first n integers
+
+**In words.** Pair the first number with the last, the second with the second last: each pair
+adds up to $n + 1$, and there are $n/2$ pairs.
+
+**Formula.**
+
+$$\\sum_{k=1}^{n} k = \\frac{n(n + 1)}{2}$$
+
+**Smallest example.** $1 + 2 + 3 + 4 = 10 = \\frac{4 \\cdot 5}{2}$."""
+
+SECTION_CODE = """\
+n = 4
+print(f"1 + ... + {n} = {np.arange(1, n + 1).sum()} = n(n + 1)/2 = {n * (n + 1) // 2}")
+for n in range(1, 101):
+    assert np.arange(1, n + 1).sum() == n * (n + 1) // 2
+print("the formula holds for n = 1 ... 100")"""
+
+PICTURE = """\
+n = np.arange(1, 21)
+fig, ax = plt.subplots(figsize=(6, 3.5))
+ax.plot(n, np.cumsum(n), "o", label="1 + 2 + ... + n, added up")
+ax.plot(n, n * (n + 1) / 2, label="n(n + 1)/2")
+ax.set(xlabel="n", ylabel="sum", title="The sum grows like n²/2")
+ax.legend()
+plt.show()"""
+
+SUMMARY = """\
+## Summary
+
+- Each section goes: the idea in words → the formula → the smallest example → the code → a check
+  that the math holds → a picture; here, $\\sum_{k=1}^{n} k = n(n + 1)/2$ for $n$ up to 100.
+- Each exercise gives a stub, a checker that says what is wrong, a hint and a worked solution.
+
+This is the last notebook of the course. [Back to the start: 00 start here](00_start_here.ipynb)"""
+
+CHECKS = '''\
+"""Checkers for notebook NN's warm-up exercises (scaffolded by tools/notebooks.py: replace them
+with the notebook's own)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from course_utils.checks import Case, CheckResult, check_function
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(np.mean(x))
+
+
+def check_mean(func: Callable[[np.ndarray], float]) -> CheckResult:
+    """``func(x)`` must return the mean of ``x`` as a float, and raise ValueError when empty."""
+    cases = [
+        Case((np.array([1.0, 2.0, 3.0, 6.0]),), "[1, 2, 3, 6] -> 3.0"),
+        Case((np.array([5]),), "one integer: [5] -> 5.0"),
+        Case((np.array([-2.0, 2.0]),), "entries that cancel: [-2, 2] -> 0.0"),
+        Case((np.array([]),), "an empty array has no mean", raises=ValueError),
     ]
-    nbformat.write(nb, path)
-    return path
+    return check_function(func, cases=cases, reference=_mean, name="mean")
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b))
+
+
+def check_dot(func: Callable[[np.ndarray, np.ndarray], float]) -> CheckResult:
+    """``func(a, b)`` must return the dot product as a float, and raise ValueError when the
+    lengths differ."""
+    cases = [
+        Case((np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])), "[1, 2, 3]·[4, 5, 6] = 32"),
+        Case((np.array([1.0, 0.0]), np.array([0.0, 1.0])), "perpendicular vectors: 0"),
+        Case((np.array([2, -3]), np.array([4, 1])), "integers: [2, -3]·[4, 1] = 5.0"),
+        Case((np.ones(3), np.ones(2)), "lengths 3 and 2", raises=ValueError),
+    ]
+    return check_function(func, cases=cases, reference=_dot, name="dot")
+
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(np.asarray(x, dtype=np.float64), 0.0)
+
+
+def check_relu(func: Callable[[np.ndarray], np.ndarray]) -> CheckResult:
+    """``func(x)`` must return max(0, x) entry by entry as a new float64 array."""
+    cases = [
+        Case((np.array([-2.0, -0.5, 0.0, 1.5]),), "[-2, -0.5, 0, 1.5] -> [0, 0, 0, 1.5]"),
+        Case((np.array([[1.0, -1.0], [-3.0, 4.0]]),), "a matrix keeps its shape"),
+        Case((np.array([3, -1]),), "integers in, floats out: [3, -1] -> [3.0, 0.0]"),
+    ]
+    return check_function(func, cases=cases, reference=_relu, name="relu")
+'''
+
+CHECKS_TEST = '''\
+"""Notebook NN's checkers: right answers pass, plausible mistakes fail with a reason."""
+
+import numpy as np
+from checker_table import right, table_test, wrong
+
+from course_utils.checks import nbNN
+
+
+def mean(x):
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        raise ValueError("x must not be empty")
+    return float(np.sum(x) / x.size)
+
+
+def dot(a, b):
+    if len(a) != len(b):
+        raise ValueError("a and b must have the same length")
+    return float(sum(x * y for x, y in zip(a, b, strict=True)))
+
+
+def relu_in_place(x):
+    x[x < 0] = 0
+    return x
+
+
+ROWS = [
+    *right(nbNN.check_mean, worked=mean),
+    *wrong(
+        nbNN.check_mean,
+        divides_by_n_minus_1=(lambda x: np.sum(x) / (len(x) - 1), "expected 3.0, got 4.0"),
+        median=(np.median, "expected 3.0, got 2.5"),
+        no_empty_check=(np.mean, "should raise ValueError, returned nan"),
+    ),
+    *right(nbNN.check_dot, worked=dot, numpy=lambda a, b: float(np.dot(a, b))),
+    *wrong(
+        nbNN.check_dot,
+        sum_times_sum=(lambda a, b: float(np.sum(a) * np.sum(b)), "expected 32.0, got 90.0"),
+        zip_truncates=(lambda a, b: float(sum(x * y for x, y in zip(a, b, strict=False))),
+                       "should raise ValueError, returned 2.0"),
+    ),
+    *right(nbNN.check_relu, worked=lambda x: np.maximum(np.asarray(x, dtype=np.float64), 0.0),
+           where=lambda x: np.where(x > 0, x, 0.0)),
+    *wrong(
+        nbNN.check_relu,
+        absolute_value=(np.abs, "expected [0., 0., 0., 1.5], got [2., 0.5, 0., 1.5]"),
+        in_place=(relu_in_place, "changed its argument `x` in place"),
+    ),
+]
+
+test_checker = table_test(ROWS)
+'''
+
+
+def add_map_row(text: str, row: str) -> str:
+    """``text`` with ``row`` after the last row of its course map (rows start ``| NN |``)."""
+    rows = list(MAP_ROW_RE.finditer(text))
+    if not rows:
+        raise ValueError("no course map found: no line starts with `| NN |`")
+    end = rows[-1].end()
+    return f"{text[:end]}\n{row}{text[end:]}"
+
+
+def scaffold_notebook(path: Path, title: str) -> nbformat.NotebookNode:
+    """The notebook: title and badge, setup cell, preamble, one section, exercises, summary."""
+    checks = f"nb{path.name[:2]}"
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    nb.cells = [
+        md(f"# {title}\n\n{badge(path.name)}\n\n{INTRO}"),
+        code(setup_cell_source()),
+        code(PREAMBLE.replace("nbNN", checks)), md(SECTION), code(SECTION_CODE), code(PICTURE),
+        md("## Exercises"),
+        *[cell for number, ex in enumerate(EXERCISES, 1) for cell in ex.cells(number, checks)],
+        md(SUMMARY),
+    ]
+    return nb
+
+
+def new(stem: str, title: str, blurb: str = "to be written") -> list[Path]:
+    """Scaffold notebook ``<stem>`` (the next number), its checker module and checker test, add
+    its row to the three course maps, and execute it; the paths created."""
+    if not STEM_RE.match(stem):
+        raise ValueError(f"stem must look like 17_snake_case_title, got {stem!r}")
+    number, expected = stem[:2], f"{len(notebook_paths()):02d}"
+    if number != expected:
+        raise ValueError(f"the next notebook is number {expected}, got {stem!r}")
+    path = NOTEBOOKS / f"{stem}.ipynb"
+    created = [path, ROOT / f"course_utils/checks/nb{number}.py",
+               ROOT / f"tests/test_checks_nb{number}.py"]
+    if existing := [p for p in created if p.exists()]:
+        raise FileExistsError(existing[0])
+
+    nbformat.write(scaffold_notebook(path, title), path)
+    for target, template in zip(created[1:], (CHECKS, CHECKS_TEST), strict=True):
+        target.write_text(template.replace("NN", number))
+
+    link = f"[{title}](notebooks/{path.name})"
+    for name, row in {
+        "README.md": f"| {number} | {link} — {blurb} | {badge(path.name)} |",
+        "CONTRIBUTING.md": f"| {number} | {link} | — | `nb{number}` | `{created[2].name}` |",
+    }.items():
+        (ROOT / name).write_text(add_map_row((ROOT / name).read_text(), row))
+    start_path = notebook_paths()[0]
+    start = nbformat.read(start_path, as_version=4)
+    course_map = next(c for c in start.cells
+                      if c.cell_type == "markdown" and MAP_ROW_RE.search(c.source))
+    course_map.source = add_map_row(course_map.source,
+                                    f"| {number} | [{title}]({path.name}) | {blurb} |")
+    nbformat.write(start, start_path)
+
+    subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "notebooks",
+                    f"NB=notebooks/{path.name}"], check=True)
+    return created
 
 
 if __name__ == "__main__":
@@ -92,7 +378,13 @@ if __name__ == "__main__":
     if command == "sync":
         changed = [p.name for p in notebook_paths() if sync(p)]
         print("updated: " + (", ".join(changed) if changed else "nothing"))
-    elif command == "new" and len(rest) == 2:
-        print(new(*rest))
+    elif command == "new" and len(rest) in (2, 3):
+        for created in new(*rest):
+            print(f"created {created.relative_to(ROOT)}")
+        print("added its row to the maps in README.md, notebook 00 and CONTRIBUTING.md, and\n"
+              "executed it. To do (CONTRIBUTING.md, 'Adding a notebook'): replace the warm-ups\n"
+              "with the notebook's content and name its modules in its CONTRIBUTING.md row; its\n"
+              "description in README.md and 00; the count of notebooks in 00 and CONTRIBUTING.md;\n"
+              f"a link to it from the summary of {notebook_paths()[-2].name}.")
     else:
         sys.exit(__doc__)

@@ -2,11 +2,12 @@
 
 The course's pipeline (which notebook explains which stage of a Transformer), a (B, N, d) tensor
 drawn as a stack of sheets, and heatmaps whose numbers stay readable on every cell. The
-architecture of notebooks 11, 13 and 14 (the split and merge of heads, the decoder block with its
-residual paths, the whole encoder–decoder, the training loop) is drawn as boxes joined by arrows
-(``_flow``). Every function draws with matplotlib on an opaque white background in the course's
-colour-blind-safe palette (:mod:`course_utils.plotting`) and returns the ``Figure`` (or the
-artist) so tests can inspect what was drawn; the notebook ends the cell with ``plt.show()``.
+architecture of notebooks 11 to 14 (the split and merge of heads, the encoder layer post-LN and
+pre-LN, the decoder block with its residual paths, the whole encoder–decoder, the training loop)
+is drawn as boxes joined by arrows (``_flow``). Every function draws with matplotlib on an opaque
+white background in the course's colour-blind-safe palette (:mod:`course_utils.plotting`) and
+returns the ``Figure`` (or the artist) so tests can inspect what was drawn; the notebook ends the
+cell with ``plt.show()``.
 """
 
 from __future__ import annotations
@@ -30,9 +31,12 @@ __all__ = [
     "Stage",
     "annotated_heatmap",
     "decoder_block",
+    "encoder_block",
+    "encoder_blocks",
     "encoder_decoder",
     "head_reshape",
     "head_split",
+    "matmul_backward",
     "pipeline",
     "tensor_sheets",
     "training_loop",
@@ -533,5 +537,170 @@ def training_loop() -> Figure:
             fontsize=8.5, ha="center", va="top", color=BLUE)
     ax.set(xlim=(-1.2, 13.6), ylim=(-0.9, 5.9))
     ax.set_aspect("equal")
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# The encoder layer of notebook 12: post-LN (the paper) and pre-LN, with their residual paths.
+
+# Each placement as a column of boxes from the input up: (name, height, text, colour). A sublayer
+# is fed from the residual branch point below it; the "add" box above it receives the residual.
+_SUBLAYER = (2.6, 0.85)
+_NORM = (2.0, 0.5)
+_ADD = (2.0, 0.5)
+_ENCODER_COLUMNS: dict[bool, list[tuple[str, float, str, str]]] = {
+    False: [("input", 0.0, "input x: (B, N, d_model)", "white"),
+            ("attention", 1.6, "multi-head\nself-attention", SKY),
+            ("add 1", 2.85, "add", YELLOW),
+            ("norm 1", 3.8, "LayerNorm", PURPLE),
+            ("feed-forward", 5.25, "feed-forward", ORANGE),
+            ("add 2", 6.5, "add", YELLOW),
+            ("norm 2", 7.45, "LayerNorm", PURPLE),
+            ("output", 8.9, "output: (B, N, d_model)\nto the next layer", "white")],
+    True: [("input", 0.0, "input x: (B, N, d_model)", "white"),
+           ("norm 1", 1.25, "LayerNorm", PURPLE),
+           ("attention", 2.5, "multi-head\nself-attention", SKY),
+           ("add 1", 3.75, "add", YELLOW),
+           ("norm 2", 4.85, "LayerNorm", PURPLE),
+           ("feed-forward", 6.1, "feed-forward", ORANGE),
+           ("add 2", 7.35, "add", YELLOW),
+           ("final norm", 8.75, "final LayerNorm\n(after the last layer)", PURPLE),
+           ("output", 10.15, "output: (B, N, d_model)", "white")],
+}
+# where each residual path leaves the main line, and the add box it enters
+_ENCODER_RESIDUALS = {False: [(0.75, "add 1"), (4.4, "add 2")],
+                      True: [(0.65, "add 1"), (4.3, "add 2")]}
+_ENCODER_TITLES = {
+    False: "post-LN (the 2017 paper)\n"
+           "$x \\leftarrow \\mathrm{LN}(x + \\mathrm{Sublayer}(x))$",
+    True: "pre-LN (GPT-2 and most models since)\n"
+          "$x \\leftarrow x + \\mathrm{Sublayer}(\\mathrm{LN}(x))$",
+}
+_ENCODER_NOTES = {
+    False: "LayerNorm on the main path,\nafter every addition",
+    True: "LayerNorm only inside the branches:\nthe stream x is added to, never normalized",
+}
+
+
+def _encoder_column(ax: Axes, x: float, norm_first: bool,
+                    notes: dict[str, str] | None = None) -> float:
+    """One encoder layer drawn as a column centred at ``x``: its boxes, the arrows between them,
+    both residual paths, the frame of the repeated layer, a title and a note. ``notes`` writes
+    text to the left of the named boxes. Returns the height of the top box."""
+    column = _ENCODER_COLUMNS[norm_first]
+    sizes = {"input": (3.0, 0.6), "output": (3.0, 0.75 if norm_first else 0.8),
+             "final norm": (3.0, 0.8), "attention": _SUBLAYER, "feed-forward": _SUBLAYER,
+             "add 1": _ADD, "add 2": _ADD, "norm 1": _NORM, "norm 2": _NORM}
+    boxes = {name: (x, y, text, color) for name, y, text, color in column}
+    names = [name for name, *_ in column]
+    _flow(ax, boxes, [(a, b, "") for a, b in zip(names[:-1], names[1:], strict=True)],
+          sizes=sizes)
+    heights = {name: y for name, y, *_ in column}
+    for y_from, add in _ENCODER_RESIDUALS[norm_first]:
+        _residual(ax, x, y_from, heights[add], _ADD[0])
+    ax.text(x + _ADD[0] + 0.15, (heights["add 1"] + _ENCODER_RESIDUALS[norm_first][0][0]) / 2,
+            "residual", rotation=90, fontsize=8.5, va="center")
+    # the repeated layer: from the first box after the input to the last norm (post-LN) or add
+    first, last = heights[names[1]], heights["add 2" if norm_first else "norm 2"]
+    _frame(ax, x - 1.6, first - 0.65, 3.95, last - first + 1.0, "× N\nlayers")
+    top = heights["output"] + sizes["output"][1] / 2
+    ax.text(x, top + 0.25, _ENCODER_TITLES[norm_first], ha="center", va="bottom", fontsize=10.5)
+    ax.text(x, -0.55, _ENCODER_NOTES[norm_first], ha="center", va="top", fontsize=9, color=BLUE)
+    for name, text in (notes or {}).items():
+        if name not in boxes:
+            raise ValueError(f"notes: unknown box {name!r}, expected one of {names}")
+        ax.text(x - 1.75, heights[name], text, ha="right", va="center", fontsize=9, color=BLUE)
+    return top
+
+
+def encoder_block(norm_first: bool = False, notes: dict[str, str] | None = None) -> Figure:
+    """One encoder layer of notebook 12: multi-head self-attention and the feed-forward network,
+    each bypassed by a residual path into an "add" box, with LayerNorm after each addition
+    (post-LN, ``norm_first=False``, as in the paper) or at the start of each branch (pre-LN,
+    ``norm_first=True``, then with a final LayerNorm after the last layer). ``notes`` maps box
+    names ("attention", "feed-forward", "add 1", "norm 1", ...) to text written at their left.
+    Returns the ``Figure``."""
+    if not isinstance(norm_first, bool):
+        raise TypeError(f"norm_first must be a bool, got {type(norm_first).__name__}")
+    fig, ax = _white_figure((6.4 if notes else 5.0, 8.4 if norm_first else 7.6))
+    top = _encoder_column(ax, 0.0, norm_first, notes)
+    left = -5.0 if notes else -2.1
+    ax.set(xlim=(left, 3.9), ylim=(-1.6, top + 1.1))
+    ax.set_aspect("equal")
+    fig.tight_layout()
+    return fig
+
+
+def encoder_blocks() -> Figure:
+    """Post-LN (left, the paper) and pre-LN (right) side by side: the same boxes, the LayerNorm
+    moved from after each addition into the start of each branch, plus pre-LN's final LayerNorm.
+    Returns the ``Figure``."""
+    fig, ax = _white_figure((10.0, 8.0))
+    gap = 7.2
+    top = max(_encoder_column(ax, 0.0, False), _encoder_column(ax, gap, True))
+    ax.set(xlim=(-2.3, gap + 3.9), ylim=(-1.6, top + 1.1))
+    ax.set_aspect("equal")
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# The chain rule for a matrix product (notebook 08): Y = X W and its two backward products.
+
+
+def _matrix(ax: Axes, left: float, middle: float, rows: int, cols: int, color: str,
+            name: str) -> float:
+    """A rows × cols matrix drawn as unit cells, centred on height ``middle``, ``name`` above it
+    and its shape below. Returns its right edge."""
+    from matplotlib.patches import Rectangle
+
+    top = middle + rows / 2
+    for r in range(rows):
+        for c in range(cols):
+            ax.add_patch(Rectangle((left + c, top - r - 1), 1, 1, facecolor=color,
+                                   edgecolor=BLACK, lw=0.8))
+    ax.text(left + cols / 2, top + 0.2, name, ha="center", va="bottom", fontsize=11)
+    ax.text(left + cols / 2, top - rows - 0.2, f"({rows}, {cols})", ha="center", va="top",
+            fontsize=9, color=BLUE)
+    return left + cols
+
+
+def matmul_backward(n: int = 4, d_in: int = 3, d_out: int = 2) -> Figure:
+    """The three matrix products of a linear layer Y = X W (notebook 08), each matrix drawn as a
+    grid of cells: the forward Y = X W, and the backward ∂L/∂X = G Wᵀ and ∂L/∂W = Xᵀ G with
+    G = ∂L/∂Y. A variable and its gradient share a colour (X sky blue, W orange, Y and G
+    yellow), so each gradient is seen to have its variable's shape, (n, d_in) and (d_in, d_out).
+    Returns the ``Figure``."""
+    n, d_in, d_out = (check_int(v, name) for v, name in ((n, "n"), (d_in, "d_in"),
+                                                          (d_out, "d_out")))
+    x_color, w_color, y_color = SKY, ORANGE, YELLOW
+    rows = [  # (title, result, first factor, second factor): (name, rows, cols, colour)
+        ("forward", ("$Y$", n, d_out, y_color), ("$X$", n, d_in, x_color),
+         ("$W$", d_in, d_out, w_color)),
+        ("backward", ("$\\partial L / \\partial X$", n, d_in, x_color),
+         ("$G$", n, d_out, y_color), ("$W^\\top$", d_out, d_in, w_color)),
+        ("backward", ("$\\partial L / \\partial W$", d_in, d_out, w_color),
+         ("$X^\\top$", d_in, n, x_color), ("$G$", n, d_out, y_color)),
+    ]
+    height = max(n, d_in, d_out) + 2.2
+    fig, ax = _white_figure((1.0, 1.0))  # resized below, once the width is known
+    widest = 0.0
+    for i, (title, result, first, second) in enumerate(rows):
+        middle = -i * height
+        ax.text(-0.4, middle, title, ha="right", va="center", fontsize=10, fontweight="bold")
+        right = _matrix(ax, 0.0, middle, result[1], result[2], result[3], result[0])
+        ax.text(right + 0.6, middle, "=", ha="center", va="center", fontsize=16)
+        right = _matrix(ax, right + 1.2, middle, first[1], first[2], first[3], first[0])
+        ax.text(right + 0.5, middle, "·", ha="center", va="center", fontsize=22)
+        widest = max(widest, _matrix(ax, right + 1.0, middle, second[1], second[2], second[3],
+                                     second[0]))
+    ax.text(-2.6, height / 2 + 0.3, f"N = {n} rows, D_in = {d_in}, D_out = {d_out};  "
+            "G = ∂L/∂Y has the shape of Y", ha="left", va="bottom", fontsize=9.5, color=BLACK)
+    bottom, top = -(len(rows) - 0.5) * height - 0.3, height / 2 + 1.1
+    ax.set(xlim=(-2.8, widest + 0.5), ylim=(bottom, top))
+    ax.set_aspect("equal")
+    scale = 0.42  # inches per cell
+    fig.set_size_inches(scale * (widest + 3.3) + 0.3, scale * (top - bottom) + 0.3)
     fig.tight_layout()
     return fig

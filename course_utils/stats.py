@@ -10,6 +10,7 @@ anything else raises ``TypeError`` or ``ValueError`` naming the argument.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,6 +23,7 @@ __all__ = [
     "dot_product_variance",
     "empirical_frequencies",
     "mean",
+    "normal_pdf",
     "sample_categorical",
     "standardize",
     "std",
@@ -203,3 +205,23 @@ def dot_product_variance(
             for d in d_ks
         ]
     )
+
+
+def normal_pdf(x: ArrayLike, mean: float = 0.0, std: float = 1.0) -> float | np.ndarray:
+    r"""The density of the normal distribution :math:`\mathcal{N}(\mu, \sigma^2)`, the bell curve:
+
+    .. math:: f(x) = \frac{1}{\sigma\sqrt{2\pi}} \exp\!\Big(-\frac{(x - \mu)^2}{2\sigma^2}\Big).
+
+    Shapes: ``x`` any shape (returns the same shape; a ``float`` for a scalar). ``std`` must be
+    positive. The area under the curve is 1; a histogram of many draws with ``density=True``
+    follows it.
+    """
+    array = real_array(x, "x").astype(np.float64)
+    for name, value in (("mean", mean), ("std", std)):
+        real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if not real or not math.isfinite(value):
+            raise TypeError(f"{name} must be a finite real number, got {value!r}")
+    if std <= 0:
+        raise ValueError(f"std must be positive, got {std}")
+    z = (array - mean) / std
+    return _result(np.exp(-0.5 * z**2) / (std * math.sqrt(2 * math.pi)))

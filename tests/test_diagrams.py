@@ -226,3 +226,134 @@ def test_head_reshape_gives_each_head_its_own_columns():
         plt.close(fig)
     with pytest.raises(ValueError, match="divisible"):
         diagrams.head_reshape(3, 5, 2)
+
+
+# --- the encoder layer of notebook 12: post-LN and pre-LN ------------------------------------
+
+
+def heights_of(fig, text):
+    """The heights of the boxes labelled ``text`` (a box's text sits 0.08 above its centre)."""
+    return sorted(t.get_position()[1] - 0.08 for t in fig.axes[0].texts if t.get_text() == text)
+
+
+def residual_paths(fig):
+    """(where each residual path leaves the main line, the height of the box it enters)."""
+    starts = sorted(line.get_ydata()[0] for line in fig.axes[0].lines if line.get_marker() == "o")
+    ends = sorted(a.xy[1] for a in arrows_of(fig) if a.xy[0] < a.xyann[0] and a.xy[1] == a.xyann[1])
+    assert len(starts) == len(ends)
+    return list(zip(starts, ends, strict=True))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_block_has_its_boxes_arrows_and_colours(norm_first):
+    fig = diagrams.encoder_block(norm_first)
+    try:
+        drawn = texts(fig)
+        for label in ["input x: (B, N, d_model)", "multi-head\nself-attention", "feed-forward",
+                      "residual", "× N\nlayers"]:
+            assert label in drawn
+        assert drawn.count("add") == 2 and drawn.count("LayerNorm") == 2
+        assert ("final LayerNorm\n(after the last layer)" in drawn) is norm_first
+        assert any(("pre-LN" if norm_first else "post-LN") in t for t in drawn)
+        # one arrow from each box to the next, input to output, and one per residual path
+        assert len(arrows_of(fig)) == (8 if norm_first else 7) + 2
+        assert mcolors.to_hex(fig.get_facecolor()) == "#ffffff"
+        fills = {mcolors.to_hex(p.get_facecolor()) for p in boxes_of(fig)
+                 if p.get_facecolor()[3] > 0}
+        assert fills <= {c.lower() for c in plotting.PALETTE} | {"#ffffff"}
+        boxes = [b for b in boxes_of(fig) if b.get_facecolor()[3] > 0]
+        residual_ends = {end for _, end in residual_paths(fig)}
+        for arrow in arrows_of(fig):
+            assert on_a_box_edge(arrow.xy, boxes), f"arrow ends at {arrow.xy} off every box"
+            if arrow.xy[1] not in residual_ends:  # a residual starts on the line, not on a box
+                assert on_a_box_edge(arrow.xyann, boxes), f"arrow starts off a box: {arrow.xyann}"
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_block_puts_layer_norm_after_the_add_or_inside_the_branch(norm_first):
+    fig = diagrams.encoder_block(norm_first)
+    try:
+        norms = heights_of(fig, "LayerNorm")
+        sublayers = heights_of(fig, "multi-head\nself-attention") + heights_of(fig, "feed-forward")
+        adds = heights_of(fig, "add")
+        paths = residual_paths(fig)
+        assert [end for _, end in paths] == pytest.approx(adds)  # every residual ends in an add
+        for (start, end), sublayer in zip(paths, sublayers, strict=True):
+            assert start < sublayer < end  # it bypasses one sublayer
+            on_branch = [n for n in norms if start < n < end]
+            # pre-LN: the sublayer's LayerNorm is on the branch; post-LN: no LayerNorm there
+            assert len(on_branch) == (1 if norm_first else 0)
+        if not norm_first:  # post-LN: a LayerNorm right after each add, on the main path
+            for add in adds:
+                assert min(n - add for n in norms if n > add) < 1.2
+    finally:
+        plt.close(fig)
+
+
+def test_encoder_blocks_draws_both_placements_side_by_side():
+    fig = diagrams.encoder_blocks()
+    try:
+        drawn = texts(fig)
+        assert sum("post-LN" in t for t in drawn) == 1 and sum("pre-LN" in t for t in drawn) == 1
+        assert drawn.count("LayerNorm") == 4 and drawn.count("add") == 4
+        assert drawn.count("final LayerNorm\n(after the last layer)") == 1
+        assert len(arrows_of(fig)) == (7 + 2) + (8 + 2)
+        assert mcolors.to_hex(fig.get_facecolor()) == "#ffffff"
+    finally:
+        plt.close(fig)
+
+
+def test_encoder_block_writes_notes_and_refuses_bad_arguments():
+    fig = diagrams.encoder_block(notes={"feed-forward": "sections 1–2", "norm 1": "section 4"})
+    try:
+        drawn = texts(fig)
+        assert "sections 1–2" in drawn and "section 4" in drawn
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="unknown box 'ffn'"):
+        diagrams.encoder_block(notes={"ffn": "x"})
+    with pytest.raises(TypeError, match="norm_first"):
+        diagrams.encoder_block("pre")
+    plt.close("all")
+
+
+# --- the chain rule for a matrix product (notebook 08) ----------------------------------------
+
+
+def test_matmul_backward_shapes_match_and_each_gradient_looks_like_its_variable():
+    n, d_in, d_out = 4, 3, 2
+    fig = diagrams.matmul_backward(n, d_in, d_out)
+    try:
+        drawn = texts(fig)
+        # each row: title, result, its shape, "=", factor, shape, "·", factor, shape
+        shapes = {}
+        for row in [drawn[i:i + 9] for i in range(0, 27, 9)]:
+            title, result, r_shape, equals, first, f_shape, dot, second, s_shape = row
+            assert (title, equals, dot) in {("forward", "=", "·"), ("backward", "=", "·")}
+            (r_rows, r_cols), (f_rows, f_cols), (s_rows, s_cols) = (
+                tuple(int(v) for v in shape.strip("()").split(","))  # "(4, 3)" -> (4, 3)
+                for shape in (r_shape, f_shape, s_shape))
+            assert f_cols == s_rows and (r_rows, r_cols) == (f_rows, s_cols)  # the shape rule
+            for name, shape in ((result, r_shape), (first, f_shape), (second, s_shape)):
+                assert shapes.setdefault(name, shape) == shape  # a name has one shape
+        assert shapes["$\\partial L / \\partial X$"] == shapes["$X$"] == f"({n}, {d_in})"
+        assert shapes["$\\partial L / \\partial W$"] == shapes["$W$"] == f"({d_in}, {d_out})"
+        assert shapes["$G$"] == shapes["$Y$"] == f"({n}, {d_out})"
+        assert shapes["$W^\\top$"] == f"({d_out}, {d_in})"
+        assert shapes["$X^\\top$"] == f"({d_in}, {n})"
+        # a variable and its gradient share a colour: X-like, W-like and Y-like cells
+        cells = [mcolors.to_hex(p.get_facecolor()) for p in fig.axes[0].patches
+                 if isinstance(p, Rectangle)]
+        sky, orange, yellow = (mcolors.to_hex(c) for c in (diagrams.SKY, diagrams.ORANGE,
+                                                           diagrams.YELLOW))
+        assert cells.count(sky) == 3 * n * d_in
+        assert cells.count(orange) == 3 * d_in * d_out
+        assert cells.count(yellow) == 3 * n * d_out
+        assert len(cells) == 3 * (n * d_in + d_in * d_out + n * d_out)
+        assert mcolors.to_hex(fig.get_facecolor()) == "#ffffff"
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="d_in"):
+        diagrams.matmul_backward(4, 0, 2)

@@ -200,3 +200,26 @@ def test_dot_product_variance_over_d_k():
         stats.dot_product_variance([4], 1)
     with pytest.raises(TypeError, match="d_ks must be a sequence"):
         stats.dot_product_variance(4, 10)
+
+
+@settings(max_examples=50, deadline=None)
+@given(float_arrays, st.floats(-10, 10), st.floats(0.01, 10))
+def test_normal_pdf_equals_scipy(x, mu, sigma):
+    np.testing.assert_allclose(stats.normal_pdf(x, mu, sigma),
+                               scipy_stats.norm.pdf(x, loc=mu, scale=sigma),
+                               rtol=1e-12, atol=1e-300)
+
+
+def test_normal_pdf_peak_area_and_errors():
+    assert stats.normal_pdf(0.0) == pytest.approx(1 / np.sqrt(2 * np.pi), rel=1e-15)
+    assert isinstance(stats.normal_pdf(0.0), float)
+    grid = np.linspace(-20, 20, 40_001)
+    area = stats.normal_pdf(grid, 1.0, 2.0).sum() * (grid[1] - grid[0])  # Riemann sum
+    assert area == pytest.approx(1.0, abs=1e-6)
+    with pytest.raises(ValueError, match="std must be positive"):
+        stats.normal_pdf(0.0, std=0.0)
+    with pytest.raises(TypeError, match="mean must be a finite real number"):
+        stats.normal_pdf(0.0, mean=float("nan"))
+    with pytest.raises(TypeError, match="x must hold real numbers"):
+        stats.normal_pdf("a")
+

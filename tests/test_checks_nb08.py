@@ -38,6 +38,25 @@ def neuron_grads_by_torch(w, b, x, y):
     return w.grad.numpy(), b.grad.item()
 
 
+def linear_backward(x, w, grad_y):
+    return grad_y @ w.T, x.T @ grad_y
+
+
+def linear_backward_by_loops(x, w, grad_y):
+    # the index sums of the derivation:
+    # dX[i, k] = sum_m G[i, m] W[k, m],  dW[k, m] = sum_i X[i, k] G[i, m]
+    dx, dw = np.zeros_like(x), np.zeros_like(w)
+    for i, k, m in np.ndindex(x.shape[0], x.shape[1], w.shape[1]):
+        dx[i, k] += grad_y[i, m] * w[k, m]
+        dw[k, m] += x[i, k] * grad_y[i, m]
+    return dx, dw
+
+
+def linear_backward_column_layout(x, w, grad_y):
+    # in the column layout Yᵀ = Wᵀ Xᵀ, then transposed back
+    return (w @ grad_y.T).T, (grad_y.T @ x).T
+
+
 def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, correct=True):
     m = beta1 * m + (1 - beta1) * g
     v = beta2 * v + (1 - beta2) * g**2
@@ -92,6 +111,31 @@ ROWS = [
                        "dL/db: expected a single number, got an array of shape (1,)"),
         a_list=(lambda w, b, x, y: list(neuron_grads(w, b, x, y)),
                 "expected a tuple of 2 items (dL/dw, dL/db), got list"),
+    ),
+    *right(nb08.check_linear_backward, worked=linear_backward, loops=linear_backward_by_loops,
+           column_layout=linear_backward_column_layout,
+           einsum=lambda x, w, g: (np.einsum("nj,kj->nk", g, w), np.einsum("nk,nj->kj", x, g))),
+    *wrong(
+        nb08.check_linear_backward,
+        order_swapped=(lambda x, w, g: (w @ g, x.T @ g),
+                       "every size 3: the shapes cannot catch a wrong order, only the values: "
+                       "dL/dX: values differ"),
+        missing_transpose=(lambda x, w, g: (g @ w, x.T @ g),
+                           "the section's example: L = sum(Y**2) / 2, so dL/dY = Y: raised "
+                           "ValueError: matmul"),
+        x_not_transposed=(lambda x, w, g: (g @ w.T, x @ g),
+                          "the section's example: L = sum(Y**2) / 2, so dL/dY = Y: dL/dW: values "
+                          "differ: expected [[34.], [48.]], got [[24.], [52.]]"),
+        sums_not_product=(lambda x, w, g: (g @ w.T, np.outer(x.sum(axis=0), g.sum(axis=0))),
+                          "dL/dW: values differ: expected [[34.], [48.]], got [[56.], [84.]]"),
+        mean_not_sum=(lambda x, w, g: (g @ w.T, x.T @ g / len(x)), "dL/dW: values differ"),
+        nn_linear_layout=(lambda x, w, g: (g @ w.T, g.T @ x),
+                          "dL/dW: shape: expected (2, 1), got (1, 2)"),
+        gradients_swapped=(lambda x, w, g: (x.T @ g, g @ w.T),
+                           "dL/dX: shape: expected (2, 2), got (2, 1)"),
+        elementwise=(lambda x, w, g: (g * w.T, x.T * g),
+                     "N = 4 tokens, D_in = 3, D_out = 2: every size different: raised "
+                     "ValueError: operands could not be broadcast"),
     ),
     *right(nb08.check_adam_step, worked=adam_step, torch=adam_step_by_torch),
     *wrong(

@@ -1,4 +1,5 @@
-"""Checkers for notebook 08: a new autograd operation, backpropagation by hand, an Adam step."""
+"""Checkers for notebook 08: a new autograd operation, backpropagation by hand, the chain rule
+for a matrix product, an Adam step."""
 
 from __future__ import annotations
 
@@ -65,6 +66,39 @@ def check_neuron_grads(
     ]
     return check_function(func, cases=cases, reference=_neuron_grads, name="neuron_grads",
                           names=("dL/dw", "dL/db"))
+
+
+def _linear_backward(x: np.ndarray, w: np.ndarray,
+                     grad_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(dL/dX, dL/dW) for Y = X W, by torch.autograd: L = sum(G * Y) has dL/dY = G exactly."""
+    import torch
+
+    tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    tw = torch.tensor(w, dtype=torch.float64, requires_grad=True)
+    (tx @ tw).backward(torch.tensor(grad_y, dtype=torch.float64))
+    return tx.grad.numpy(), tw.grad.numpy()
+
+
+def check_linear_backward(
+    func: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+) -> CheckResult:
+    """``func(x, w, grad_y)`` must return (dL/dX, dL/dW) = (G Wᵀ, Xᵀ G) for Y = X W, with
+    x (N, D_in), w (D_in, D_out) and grad_y = G = dL/dY (N, D_out); each gradient has the shape
+    of its variable (dL/dW is (D_in, D_out), not nn.Linear's (D_out, D_in))."""
+    rng = np.random.default_rng(80)
+    cases = [
+        Case((np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[2.0], [1.0]]),
+              np.array([[4.0], [10.0]])),
+             "the section's example: L = sum(Y**2) / 2, so dL/dY = Y"),
+        Case((rng.normal(size=(4, 3)), rng.normal(size=(3, 2)), rng.normal(size=(4, 2))),
+             "N = 4 tokens, D_in = 3, D_out = 2: every size different"),
+        Case((rng.normal(size=(3, 3)), rng.normal(size=(3, 3)), rng.normal(size=(3, 3))),
+             "every size 3: the shapes cannot catch a wrong order, only the values"),
+        Case((rng.normal(size=(1, 5)), rng.normal(size=(5, 2)), rng.normal(size=(1, 2))),
+             "one token (N = 1)"),
+    ]
+    return check_function(func, cases=cases, reference=_linear_backward, name="linear_backward",
+                          rtol=1e-9, atol=1e-12, names=("dL/dX", "dL/dW"))
 
 
 def _adam_step(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):

@@ -3,12 +3,12 @@
 import numpy as np
 from checker_table import right, table_test, wrong
 
-from course_utils.calculus import derivative, numerical_gradient
+from course_utils.calculus import numerical_gradient
 from course_utils.checks import nb07
 
 
-def central_difference(f, x, h):
-    return (f(x + h) - f(x - h)) / (2 * h)
+def best_step(fx, f3x, eps, factor=3, root=3, size=abs):
+    return (factor * eps * size(fx) / size(f3x)) ** (1 / root)
 
 
 def gradient(f, x, h=1e-5, as_float=True, central=True):
@@ -39,14 +39,21 @@ def cross_entropy_grad(z, target):
 
 
 ROWS = [
-    *right(nb07.check_central_difference, course_utils=derivative, worked=central_difference),
+    *right(nb07.check_best_step, worked=best_step,
+           cube_root=lambda fx, f3x, eps: np.cbrt(3 * eps * abs(fx / f3x))),
     *wrong(
-        nb07.check_central_difference,
-        forward=(lambda f, x, h: (f(x + h) - f(x)) / h,
-                 "x^2 at 3 (exactly 6 for a central difference): values differ: expected "
-                 "5.999999999999339, got 6.000999999999479"),
-        no_half=(lambda f, x, h: (f(x + h) - f(x - h)) / h, "got 11.999999999998678"),
-        precedence=(lambda f, x, h: (f(x + h) - f(x - h)) / 2 * h, "got 5.9999999999993395e-06"),
+        nb07.check_best_step,
+        terms_equal=(lambda *args: best_step(*args, factor=6),
+                     "e^x at 1 in float64: about 1e-5: values differ: expected "
+                     "8.733476581980381e-06, got 1.100349098440101e-05"),
+        forgot_the_3=(lambda *args: best_step(*args, factor=1), "got 6.055454452393343e-06"),
+        square_root=(lambda *args: best_step(*args, root=2), "got 2.5809568279517847e-08"),
+        eps_cube_root=(lambda fx, f3x, eps: eps ** (1 / 3),
+                       "1/x at 0.1: f''' = -6/x^4 is negative, use its size: values differ: "
+                       "expected 4.806217383937356e-07, got 6.055454452393343e-06"),
+        signed=(lambda *args: best_step(*args, size=lambda v: v),
+                "1/x at 0.1: f''' = -6/x^4 is negative, use its size: expected a float, got "
+                "complex"),
     ),
     *right(nb07.check_numerical_gradient, course_utils=numerical_gradient, worked=gradient),
     *wrong(

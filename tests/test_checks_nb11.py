@@ -4,6 +4,7 @@ import math
 
 import torch
 from checker_table import right, table_test, wrong
+from torch import nn
 
 from course_utils import attention
 from course_utils.checks import nb11
@@ -36,17 +37,20 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, scale_by_d_model=False,
     return z @ w_o if use_w_o else z
 
 
-def parameter_count(d_model, n_heads, bias=True):
-    if d_model % n_heads:
-        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-    return 4 * d_model * d_model + (4 * d_model if bias else 0)
+def attention_parameters(d_model, n_heads, d_head, bias=True, q_bias=None, out_bias=None,
+                         out_in=None):
+    width = n_heads * d_head
+    q_bias = width if q_bias is None else q_bias  # the length of each of W^Q, W^K, W^V's biases
+    out_bias = d_model if out_bias is None else out_bias
+    out_in = width if out_in is None else out_in  # the rows of W^O
+    return 3 * d_model * width + out_in * d_model + (3 * q_bias + out_bias if bias else 0)
 
 
-def parameter_count_by_torch(d_model, n_heads, bias=True):
-    if d_model % n_heads:
-        raise ValueError("not divisible")
-    layer = torch.nn.MultiheadAttention(d_model, n_heads, bias=bias)
-    return sum(p.numel() for p in layer.parameters())
+def attention_parameters_by_torch(d_model, n_heads, d_head, bias=True):
+    width = n_heads * d_head
+    projections = [nn.Linear(d_model, width, bias=bias, device="meta") for _ in range(3)]
+    projections.append(nn.Linear(width, d_model, bias=bias, device="meta"))  # W^O
+    return sum(p.numel() for layer in projections for p in layer.parameters())
 
 
 ROWS = [
@@ -80,15 +84,31 @@ ROWS = [
         one_head=(lambda *args: multi_head_attention(*args[:5], 1),
                   "two heads, d_k = 4: values differ"),
     ),
-    *right(nb11.check_parameter_count, worked=parameter_count, torch=parameter_count_by_torch),
+    *right(nb11.check_attention_parameters, worked=attention_parameters,
+           torch=attention_parameters_by_torch),
     *wrong(
-        nb11.check_parameter_count,
-        three_matrices=(lambda d, h, bias=True: parameter_count(d, h, bias) * 3 // 4,
-                        "d_model = 8: 4·64 + 4·8 = 288: values differ: expected 288, got 216"),
-        ignores_bias=(lambda d, h, bias=True: parameter_count(d, h),
-                      "without biases: values differ: expected 1048576, got 1050624"),
-        per_head=(lambda d, h, bias=True: parameter_count(d, h, bias) * h, "expected 288, got 576"),
-        a_float=(lambda d, h, bias=True: parameter_count(d, h, bias) / 1,
+        nb11.check_attention_parameters,
+        section_5=(lambda d, h, d_head, bias=True: 4 * d * d + (4 * d if bias else 0),
+                   "T5-11B: h·d_head = 16,384 > d_model, no biases: values differ: expected "
+                   "67108864, got 4194304"),
+        biases_of_d_model=(lambda d, h, d_head, bias=True: attention_parameters(
+            d, h, d_head, bias, q_bias=d),
+                           "16 heads of 64 on d_model = 512: about twice the base model's: "
+                           "values differ: expected 2100736, got 2099200"),
+        biases_of_h_d_head=(lambda d, h, d_head, bias=True: attention_parameters(
+            d, h, d_head, bias, out_bias=h * d_head),
+                            "h·d_head = 128 < d_model = 768: values differ: expected 394368, "
+                            "got 393728"),
+        square_w_o=(lambda d, h, d_head, bias=True: attention_parameters(d, h, d_head, bias,
+                                                                         out_in=d),
+                    "T5-11B: h·d_head = 16,384 > d_model, no biases: values differ: expected "
+                    "67108864, got 51380224"),
+        one_head=(lambda d, h, d_head, bias=True: attention_parameters(d, 1, d_head, bias),
+                  "d_head = d_model / h: section 5's 4·64 + 4·8 = 288: values differ: expected "
+                  "288, got 148"),
+        ignores_bias=(lambda d, h, d_head, bias=True: attention_parameters(d, h, d_head),
+                      "the same without biases: values differ: expected 393216, got 394368"),
+        a_float=(lambda *args, **kwargs: attention_parameters(*args, **kwargs) / 1,
                  "expected an integer, got float 288.0"),
     ),
 ]

@@ -52,10 +52,37 @@ def noam_lr(step, d_model, warmup, pick=min, check=True):
     return d_model**-0.5 * pick(step**-0.5 if step else 0.0, step * warmup**-1.5)
 
 
-def teacher_forcing_in_place(ids, bos_id, eos_id):
-    labels = ids + [eos_id]
-    ids.insert(0, bos_id)
-    return ids, labels
+def smoothed_cross_entropy(logits, targets, pad_id, eps, log_p=torch.log_softmax, spread="mean",
+                           keep=None, divide_by_all=False, check=True):
+    real = targets != pad_id
+    if check and not real.any():
+        raise ValueError("every target is padding")
+    log_probs = log_p(logits, dim=-1)
+    nll = -log_probs.gather(-1, targets[..., None])[..., 0]
+    if spread == "mean":  # eps/V on every token, the right one included
+        smooth = -log_probs.mean(dim=-1)
+    elif spread == "sum":  # eps on every token: the target no longer sums to 1
+        smooth = -log_probs.sum(dim=-1)
+    else:  # eps/(V-1) on the wrong tokens only: another convention than the exercise's
+        smooth = (-log_probs.sum(dim=-1) - nll) / (logits.shape[-1] - 1)
+    loss = ((1 - eps) if keep is None else keep) * nll + eps * smooth
+    return loss[real].sum() / (targets.numel() if divide_by_all else real.sum())
+
+
+def smoothed_cross_entropy_from_q(logits, targets, pad_id, eps):
+    real = targets != pad_id
+    if not real.any():
+        raise ValueError("every target is padding")
+    v = logits.shape[-1]
+    q = (1 - eps) * F.one_hot(targets, v) + eps / v  # the smoothed target distribution
+    return -(q * torch.log_softmax(logits, dim=-1)).sum(dim=-1)[real].mean()
+
+
+def smoothed_cross_entropy_by_torch(logits, targets, pad_id, eps, check=True):
+    if check and (targets == pad_id).all():
+        raise ValueError("every target is padding")
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=pad_id,
+                           label_smoothing=eps)
 
 
 ROWS = [
@@ -95,16 +122,29 @@ ROWS = [
         no_check=(lambda *args: noam_lr(*args, check=False),
                   "step 0 does not exist: should raise ValueError, returned 0.0"),
     ),
-    *right(nb14.check_teacher_forcing, worked=lambda ids, bos, eos: ([bos, *ids], [*ids, eos])),
+    *right(nb14.check_smoothed_cross_entropy, worked=smoothed_cross_entropy,
+           from_q=smoothed_cross_entropy_from_q, torch=smoothed_cross_entropy_by_torch,
+           course_utils=sequence_loss),
     *wrong(
-        nb14.check_teacher_forcing,
-        swapped=(lambda ids, bos, eos: ([*ids, eos], [bos, *ids]),
-                 "decoder_input: values differ: expected [1, 7, 8, 9], got [7, 8, 9, 2]"),
-        both_tokens=(lambda ids, bos, eos: ([bos, *ids, eos], [bos, *ids, eos]),
-                     "decoder_input: shape: expected (4,), got (5,)"),
-        inserts_into_ids=(teacher_forcing_in_place, "changed its argument `ids` in place"),
-        tuples=(lambda ids, bos, eos: ((bos, *ids), (*ids, eos)),
-                "decoder_input: expected a list, got tuple"),
+        nb14.check_smoothed_cross_entropy,
+        wrong_tokens_only=(lambda *args: smoothed_cross_entropy(*args, spread="others"),
+                           "eps = 1: the target is uniform: values differ"),
+        no_one_minus_eps=(lambda *args: smoothed_cross_entropy(*args, keep=1.0),
+                          "the paper's eps = 0.1, padding at the ends of rows: values differ"),
+        eps_per_token=(lambda *args: smoothed_cross_entropy(*args, spread="sum"),
+                       "the paper's eps = 0.1, padding at the ends of rows: values differ"),
+        counts_padding=(lambda *args: smoothed_cross_entropy(*args, divide_by_all=True),
+                        "eps = 0: exercise 2's loss: values differ"),
+        ignores_eps=(lambda logits, targets, pad_id, eps: smoothed_cross_entropy(
+            logits, targets, pad_id, 0.0), "eps = 1: the target is uniform: values differ"),
+        log_of_softmax=(lambda *args: smoothed_cross_entropy(
+            *args, log_p=lambda z, dim: torch.log(torch.softmax(z, dim=dim))),
+                        "large logits: log_softmax, not log(softmax): values differ"),
+        torch_unchecked=(lambda *args: smoothed_cross_entropy_by_torch(*args, check=False),
+                         "only padding: nothing to average: should raise ValueError, returned "
+                         "tensor(nan)"),
+        a_float=(lambda *args: smoothed_cross_entropy(*args).item(),
+                 "expected a torch.Tensor, got float"),
     ),
 ]
 

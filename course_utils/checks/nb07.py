@@ -1,4 +1,4 @@
-"""Checkers for notebook 07: finite differences, a numerical gradient and dCE/dlogits."""
+"""Checkers for notebook 07: the best finite-difference step, a numerical gradient, dCE/dlogits."""
 
 from __future__ import annotations
 
@@ -6,30 +6,30 @@ from collections.abc import Callable
 
 import numpy as np
 
-from course_utils.calculus import derivative, numerical_gradient
+from course_utils.calculus import numerical_gradient
 from course_utils.checks import Case, CheckResult, check_function
 from course_utils.softmax import softmax
 
 
-def _square(x):
-    return x**2
+def _best_step(fx: float, f3x: float, eps: float) -> float:
+    return (3 * eps * abs(fx) / abs(f3x)) ** (1 / 3)
 
 
-def _cube(x):
-    return x**3
-
-
-def check_central_difference(func: Callable[[Callable, float, float], float]) -> CheckResult:
-    """``func(f, x, h)`` must return (f(x + h) - f(x - h)) / (2h)."""
+def check_best_step(func: Callable[[float, float, float], float]) -> CheckResult:
+    """``func(fx, f3x, eps)``: the step h that minimises section 3's error model of the central
+    difference, E(h) = h²/6 · |f'''(x)| + ε·|f(x)|/h, which is h = (3ε|f(x)| / |f'''(x)|)^(1/3).
+    """
+    eps64, eps32 = float(np.finfo(np.float64).eps), float(np.finfo(np.float32).eps)
+    e, e10 = float(np.e), float(np.exp(10.0))
     cases = [
-        Case((_square, 3.0, 1e-3), "x^2 at 3 (exactly 6 for a central difference)"),
-        Case((np.sin, 1.0, 1e-3), "sin at 1 (about cos 1)"),
-        Case((np.exp, 0.0, 1e-2), "exp at 0 with a big step"),
-        Case((_cube, -2.0, 1e-3), "x^3 at -2"),
+        Case((e, e, eps64), "e^x at 1 in float64: about 1e-5"),
+        Case((e10, e10, eps64), "e^x at 10: only the ratio |f| / |f'''| matters"),
+        Case((10.0, -60_000.0, eps64), "1/x at 0.1: f''' = -6/x^4 is negative, use its size"),
+        Case((float(np.sin(4.0)), float(-np.cos(4.0)), eps64), "sin at 4: f(x) is negative"),
+        Case((8.0, 6.0, eps64), "x^3 at 2"),
+        Case((e, e, eps32), "e^x at 1 in float32: a much larger step"),
     ]
-    return check_function(
-        func, cases=cases, reference=derivative, name="central_difference", rtol=1e-9
-    )
+    return check_function(func, cases=cases, reference=_best_step, name="best_step", rtol=1e-9)
 
 
 def _sum_of_squares(v):

@@ -18,12 +18,6 @@ def _multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads):
     return attention.merge_heads(z) @ w_o
 
 
-def _parameter_count(d_model: int, n_heads: int, bias: bool = True) -> int:
-    if d_model % n_heads:
-        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-    return 4 * d_model * d_model + (4 * d_model if bias else 0)
-
-
 def check_split_heads(func: Callable) -> CheckResult:
     """``func(x, n_heads)``: (B, N, d_model) -> (B, h, N, d_k), head i holding features
     ``[i·d_k, (i+1)·d_k)``; ValueError when d_model is not divisible by n_heads."""
@@ -65,14 +59,23 @@ def check_multi_head_attention(func: Callable) -> CheckResult:
                           name="multi_head_attention", rtol=1e-9, atol=1e-12)
 
 
-def check_parameter_count(func: Callable) -> CheckResult:
-    """``func(d_model, n_heads, bias=True)``: the number of parameters of multi-head attention
-    (W^Q, W^K, W^V, W^O and their biases); ValueError when d_model % n_heads != 0."""
+def _attention_parameters(d_model: int, n_heads: int, d_head: int, bias: bool = True) -> int:
+    width = n_heads * d_head  # all heads side by side
+    return 4 * d_model * width + (3 * width + d_model if bias else 0)
+
+
+def check_attention_parameters(func: Callable) -> CheckResult:
+    """``func(d_model, n_heads, d_head, bias=True)``: the parameters of multi-head attention whose
+    heads have a width d_head chosen freely: W^Q, W^K, W^V (d_model, h·d_head), W^O
+    (h·d_head, d_model) and, if ``bias``, a bias the length of each one's output."""
     cases = [
-        Case((8, 2), "d_model = 8: 4·64 + 4·8 = 288", expected=288),
-        Case((512, 8), "the paper's base model: d_model = 512, h = 8"),
-        Case((512, 8), "without biases", kwargs={"bias": False}),
-        Case((12, 3), "the count does not depend on h", kwargs={"bias": True}),
-        Case((10, 4), "10 is not divisible by 4", raises=ValueError),
+        Case((8, 2, 4), "d_head = d_model / h: section 5's 4·64 + 4·8 = 288", expected=288),
+        Case((1024, 128, 128), "T5-11B: h·d_head = 16,384 > d_model, no biases",
+             kwargs={"bias": False}, expected=67_108_864),
+        Case((512, 16, 64), "16 heads of 64 on d_model = 512: about twice the base model's"),
+        Case((768, 4, 32), "h·d_head = 128 < d_model = 768"),
+        Case((768, 4, 32), "the same without biases", kwargs={"bias": False}),
+        Case((6, 1, 1), "one head of width 1"),
     ]
-    return check_function(func, cases=cases, reference=_parameter_count, name="parameter_count")
+    return check_function(func, cases=cases, reference=_attention_parameters,
+                          name="attention_parameters", rtol=0, atol=0)

@@ -1,4 +1,4 @@
-"""Checkers for notebook 13's exercises (decoder, cross-attention, parameter count, FLOPs)."""
+"""Checkers for notebook 13's exercises (decoder masks, cross-attention, SwiGLU width, FLOPs)."""
 
 from __future__ import annotations
 
@@ -9,22 +9,34 @@ import torch
 
 from course_utils import attention
 from course_utils.checks import Case, CheckResult, check_function
-from course_utils.validation import check_int
 
 
-def _causal_mask(T: int) -> np.ndarray:
-    return attention.causal_mask(check_int(T, "T"), T).numpy()
+def _decoder_masks(tgt_mask: torch.Tensor, src_mask: torch.Tensor
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    (b, t), s = tgt_mask.shape, src_mask.shape[1]
+    self_mask = attention.causal_mask(t, t) & tgt_mask[:, None, :]
+    return self_mask, src_mask[:, None, :].expand(b, t, s)
 
 
-def check_causal_mask(func: Callable[[int], np.ndarray]) -> CheckResult:
-    """``func(T)``: boolean (T, T), True where key j ≤ query i; ValueError for T < 1."""
+def _lengths(lengths: list[int], longest: int) -> torch.Tensor:
+    return attention.padding_mask(lengths, longest)
+
+
+def check_decoder_masks(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> CheckResult:
+    """``func(tgt_mask, src_mask)``: padding masks (B, T) and (B, S), True = real token, to the
+    boolean masks (True = may attend) of the decoder's self-attention, causal and without padded
+    keys, (B, T, T), and of its cross-attention, without padded source keys, (B, T, S)."""
     cases = [
-        Case((1,), "T = 1: a single position sees itself"),
-        Case((4,), "T = 4: the lower triangle, diagonal included"),
-        Case((7,), "T = 7"),
-        Case((0,), "T = 0 is not a sequence", raises=ValueError),
+        Case((_lengths([3, 2], 3), _lengths([3, 5], 5)),
+             "T = 3, S = 5, padding in the second target and the first source"),
+        Case((_lengths([4, 4], 4), _lengths([4, 4], 4)),
+             "T = S = 4, no padding: cross-attention is still not causal"),
+        Case((_lengths([4, 2, 3], 4), _lengths([4, 1, 4], 4)), "T = S = 4, three sentences"),
+        Case((_lengths([1], 1), _lengths([3], 6)), "T = 1: one target position"),
+        Case((_lengths([5, 3], 5), _lengths([2, 1], 2)), "T = 5 > S = 2"),
     ]
-    return check_function(func, cases=cases, reference=_causal_mask, name="causal_mask")
+    return check_function(func, cases=cases, reference=_decoder_masks, name="decoder_masks",
+                          names=("self_mask", "cross_mask"), exact_dtype=True)
 
 
 def _cross_attention(x, memory, w_q, w_k, w_v):
@@ -55,32 +67,44 @@ def check_cross_attention(func: Callable[..., np.ndarray]) -> CheckResult:
     return check_function(func, cases=cases, reference=_cross_attention, name="cross_attention")
 
 
-def _transformer_params(vocab_size: int, d_model: int, d_ff: int, n_layers: int) -> int:
-    from course_utils.layers import transformer_parameter_count
+def _swiglu_ffn(d_model: int, d_ff: int, multiple_of: int) -> tuple[int, int]:
+    width = 2 * d_ff // 3  # the largest w with 3·d·w <= 2·d·d_ff
+    width = -(-width // multiple_of) * multiple_of  # rounded up to a multiple
+    return width, 3 * d_model * width
 
-    return transformer_parameter_count(vocab_size, vocab_size, d_model, d_ff, n_layers, n_layers,
-                                       share_embeddings=True)
 
-
-def check_transformer_params(func: Callable[[int, int, int, int], int]) -> CheckResult:
-    """``func(V, d_model, d_ff, n_layers)``: post-LN, shared embeddings, N + N layers."""
+def check_swiglu_ffn(func: Callable[[int, int, int], tuple[int, int]]) -> CheckResult:
+    """``func(d_model, d_ff, multiple_of)`` = ``(width, parameters)``: the width of the bias-free
+    SwiGLU FFN with the most weights not above a bias-free ReLU FFN of width d_ff, ⌊2·d_ff/3⌋,
+    rounded up to a multiple of ``multiple_of``, and its 3·d_model·width weights."""
     cases = [
-        Case((37_000, 512, 2048, 6), "the base model: 63,082,496", expected=63_082_496),
-        Case((37_000, 1024, 4096, 6), "the big model"),
-        Case((20, 32, 64, 2), "a tiny model"),
-        Case((10, 4, 8, 1), "one layer each"),
+        Case((4096, 16_384, 256), "LLaMA-7B: d_ff = 11,008", expected=(11_008, 135_266_304)),
+        Case((5120, 20_480, 256), "LLaMA-13B"),
+        Case((8192, 32_768, 256), "LLaMA-65B"),
+        Case((512, 2048, 1), "the base model's FFN, no rounding: 2/3 of 2048 is not whole"),
+        Case((768, 3072, 256), "2/3 of 3072 = 2048 is a multiple of 256 already"),
+        Case((64, 96, 1), "d_ff = 1.5·d_model"),
+        Case((8, 32, 64), "a multiple larger than the width itself"),
     ]
-    return check_function(func, cases=cases, reference=_transformer_params,
-                          name="transformer_params", rtol=0, atol=0)
+    return check_function(func, cases=cases, reference=_swiglu_ffn, name="swiglu_ffn",
+                          names=("width", "parameters"), rtol=0, atol=0)
 
 
-def check_layer_flops(func: Callable[[int, int], tuple[int, int]]) -> CheckResult:
-    """``func(n, d)`` = ``(4·n²·d, 4·n·d²)`` as Python ints."""
+def _decoder_layer_flops(t: int, s: int, d: int, d_ff: int) -> int:
+    self_attention = 8 * t * d * d + 4 * t * t * d
+    cross_attention = 4 * t * d * d + 4 * s * d * d + 4 * t * s * d
+    return self_attention + cross_attention + 4 * t * d * d_ff
+
+
+def check_decoder_layer_flops(func: Callable[[int, int, int, int], int]) -> CheckResult:
+    """``func(t, s, d, d_ff)``: the FLOPs of the matrix products of one decoder layer (batch 1,
+    2·m·k·n per product), 12·T·d² + 4·S·d² + 4·T²·d + 4·T·S·d + 4·T·d·d_ff, a Python int."""
     cases = [
-        Case((32, 512), "translation-length sentence, d = 512"),
-        Case((4096, 512), "a long context"),
-        Case((64, 64), "N = d: equal cost"),
-        Case((1, 3), "N = 1"),
+        Case((4, 6, 8, 32), "T = 4, S = 6, d = 8, d_ff = 32: 9,984", expected=9984),
+        Case((32, 32, 512, 2048), "T = S = 32, the base model's widths"),
+        Case((20, 35, 512, 2048), "T = 20 != S = 35: keys and values come from the source"),
+        Case((1, 100, 64, 256), "T = 1: one target position reading a long source"),
+        Case((4096, 4096, 512, 2048), "T = S = 4096: the T² and T·S terms take over"),
     ]
-    return check_function(func, cases=cases, reference=lambda n, d: (4 * n * n * d, 4 * n * d * d),
-                          name="layer_flops", rtol=0, atol=0, names=("attention", "recurrent"))
+    return check_function(func, cases=cases, reference=_decoder_layer_flops,
+                          name="decoder_layer_flops", rtol=0, atol=0)

@@ -1,4 +1,4 @@
-"""Checkers for notebook 14's exercises (padding, padded loss, warm-up, teacher forcing)."""
+"""Checkers for notebook 14's exercises (padding, padded loss, warm-up, label smoothing)."""
 
 from __future__ import annotations
 
@@ -67,14 +67,28 @@ def check_noam_lr(func: Callable[[int, int, int], float]) -> CheckResult:
     return check_function(func, cases=cases, reference=warmup_lr, name="noam_lr", rtol=1e-9)
 
 
-def check_teacher_forcing(func: Callable[..., tuple[list[int], list[int]]]) -> CheckResult:
-    """``func(ids, bos_id, eos_id)`` = ``([bos] + ids, ids + [eos])``."""
+def _smoothed_ce(logits: torch.Tensor, targets: torch.Tensor, pad_id: int,
+                 eps: float) -> torch.Tensor:
+    from course_utils.training import sequence_loss
+
+    return sequence_loss(logits, targets, pad_id, label_smoothing=eps)
+
+
+def check_smoothed_cross_entropy(func: Callable[..., torch.Tensor]) -> CheckResult:
+    """``func(logits (B, T, V), targets (B, T), pad_id, eps)``: the mean over non-pad positions of
+    H(q, softmax(z)) with q = (1 − ε)·onehot(y) + ε/V, that is (1 − ε)·(−log p_y) + ε·mean_v(−log
+    p_v); ValueError when every target is padding."""
+    g = torch.Generator().manual_seed(14)
+    logits = torch.randn(3, 4, 6, generator=g)
+    targets = torch.tensor([[1, 2, 3, 0], [4, 0, 0, 0], [5, 5, 1, 2]])
     cases = [
-        Case(([7, 8, 9], 1, 2), "three tokens", expected=([1, 7, 8, 9], [7, 8, 9, 2])),
-        Case(([5], 1, 2), "one token", expected=([1, 5], [5, 2])),
-        Case(([4, 4], 10, 11), "other special ids", expected=([10, 4, 4], [4, 4, 11])),
-        Case(([], 1, 2), "an empty sentence still has <bos> and <eos>",
-             expected=([1], [2])),
+        Case((logits, targets, 0, 0.1), "the paper's eps = 0.1, padding at the ends of rows"),
+        Case((logits, targets, 0, 0.0), "eps = 0: exercise 2's loss"),
+        Case((logits, targets, 0, 1.0), "eps = 1: the target is uniform"),
+        Case((logits, targets, 5, 0.1), "pad id 5 (then 0 is a real token)"),
+        Case((100 * logits, targets, 0, 0.1), "large logits: log_softmax, not log(softmax)"),
+        Case((logits, torch.zeros_like(targets), 0, 0.1), "only padding: nothing to average",
+             raises=ValueError),
     ]
-    return check_function(func, cases=cases, name="shift_for_teacher_forcing",
-                          names=("decoder_input", "labels"))
+    return check_function(func, cases=cases, reference=_smoothed_ce, name="smoothed_cross_entropy",
+                          rtol=1e-5, atol=1e-6)

@@ -17,14 +17,11 @@ Conventions used everywhere in the course:
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_utils.validation import check_int
+from course_utils.validation import check_int, check_qkv, check_real, check_tensor
 
 __all__ = [
     "MultiHeadAttention",
@@ -34,12 +31,6 @@ __all__ = [
     "scaled_dot_product_attention",
     "split_heads",
 ]
-
-
-def _check_tensor(x: object, name: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    return x
 
 
 def causal_mask(lq: int, lk: int, device: torch.device | str | None = None) -> Tensor:
@@ -99,40 +90,18 @@ def scaled_dot_product_attention(
     serves a group of ``H_q / H_kv`` consecutive query heads (``H_kv = 1``: multi-query).
     ``output`` is ``(..., H_q, Lq, d_v)`` and ``weights`` ``(..., H_q, Lq, Lk)``.
     """
-    q, k, v = _check_tensor(q, "q"), _check_tensor(k, "k"), _check_tensor(v, "v")
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.ndim < 2:
-            raise ValueError(f"{name} must have at least 2 dimensions (..., L, d), got shape "
-                             f"{tuple(t.shape)}")
-        if not t.dtype.is_floating_point:
-            raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
+    lq, lk, _, scale = check_qkv(q, k, v, scale)
+    dropout_p = check_real(dropout_p, "dropout_p", low=0, high=1, high_open=True)
     if enable_gqa:
         k, v = _repeat_kv_heads(q, k, v)
-    if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same last dimension d_k, got q {tuple(q.shape)} "
-                         f"and k {tuple(k.shape)}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same length Lk (dim -2), got k {tuple(k.shape)} "
-                         f"and v {tuple(v.shape)}")
     try:
         batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
         raise ValueError(f"leading dimensions of q {tuple(q.shape)}, k {tuple(k.shape)} and "
                          f"v {tuple(v.shape)} do not broadcast") from None
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
-    if scale is not None and (
-        isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale)
-    ):
-        raise ValueError(f"scale must be a finite number or None, got {scale!r}")
-    lq, lk = q.shape[-2], k.shape[-2]
     scores_shape = (*batch, lq, lk)
     if mask is not None:
-        _check_tensor(mask, "mask")
-        if mask.dtype != torch.bool:
-            raise TypeError(f"mask must be a boolean tensor (True = attend), got {mask.dtype}")
+        check_tensor(mask, "mask", dtype=torch.bool, what="tensor (True = attend)")
         try:
             broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
         except RuntimeError:
@@ -144,7 +113,6 @@ def scaled_dot_product_attention(
         causal_part = causal_mask(lq, lk, device=q.device)
         mask = causal_part if mask is None else mask & causal_part
 
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = (q @ k.transpose(-2, -1)) * scale
     if mask is None:
         weights = torch.softmax(scores, dim=-1)
@@ -186,7 +154,7 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
 
     Head ``i`` gets the feature slice ``[i·d_k, (i+1)·d_k)`` of every token.
     """
-    x = _check_tensor(x, "x")
+    x = check_tensor(x, "x", dtype=None)
     n_heads = check_int(n_heads, "n_heads")
     if x.ndim != 3:
         raise ValueError(f"x must have shape (B, N, d_model), got {tuple(x.shape)}")
@@ -198,7 +166,7 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
 
 def merge_heads(x: Tensor) -> Tensor:
     """``(B, h, N, d_k) -> (B, N, h·d_k)``: the inverse of :func:`split_heads` (concatenation)."""
-    x = _check_tensor(x, "x")
+    x = check_tensor(x, "x", dtype=None)
     if x.ndim != 4:
         raise ValueError(f"x must have shape (B, h, N, d_k), got {tuple(x.shape)}")
     b, h, n, d_k = x.shape
@@ -221,10 +189,8 @@ class MultiHeadAttention(nn.Module):
         n_heads = check_int(n_heads, "n_heads")
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
-        self.dropout = float(dropout)
+        self.dropout = check_real(dropout, "dropout", low=0, high=1, high_open=True)
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.k_proj = nn.Linear(d_model, d_model, bias=bias)
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
@@ -247,7 +213,7 @@ class MultiHeadAttention(nn.Module):
         ``(B, h, Lq, Lk)``.
         """
         for name, t in (("query", query), ("key", key), ("value", value)):
-            _check_tensor(t, name)
+            check_tensor(t, name)
             if t.ndim != 3 or t.shape[-1] != self.d_model:
                 raise ValueError(f"{name} must have shape (B, L, d_model={self.d_model}), got "
                                  f"{tuple(t.shape)}")
@@ -260,18 +226,14 @@ class MultiHeadAttention(nn.Module):
                              f"{key.shape[0]}")
         mask = None
         if key_padding_mask is not None:
-            _check_tensor(key_padding_mask, "key_padding_mask")
-            if key_padding_mask.dtype != torch.bool:
-                raise TypeError("key_padding_mask must be boolean (True = real key), got "
-                                f"{key_padding_mask.dtype}")
+            check_tensor(key_padding_mask, "key_padding_mask", dtype=torch.bool,
+                         what="tensor (True = real key)")
             if key_padding_mask.shape != (b, lk):
                 raise ValueError(f"key_padding_mask must have shape (B, Lk) = {(b, lk)}, got "
                                  f"{tuple(key_padding_mask.shape)}")
             mask = key_padding_mask[:, None, None, :]
         if attn_mask is not None:
-            _check_tensor(attn_mask, "attn_mask")
-            if attn_mask.dtype != torch.bool:
-                raise TypeError(f"attn_mask must be boolean (True = attend), got {attn_mask.dtype}")
+            check_tensor(attn_mask, "attn_mask", dtype=torch.bool, what="tensor (True = attend)")
             allowed = {2: (lq, lk), 3: (b, lq, lk), 4: (b, self.n_heads, lq, lk)}
             if allowed.get(attn_mask.ndim) != tuple(attn_mask.shape):
                 raise ValueError(f"attn_mask must have shape (Lq, Lk), (B, Lq, Lk) or "

@@ -19,6 +19,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from course_utils.validation import check_real
+
 __all__ = [
     "Graph",
     "GraphEdge",
@@ -30,14 +32,6 @@ __all__ = [
 ]
 
 Number = int | float
-
-
-def _number(x: object, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise TypeError(f"{name} must be an int or float, got {type(x).__name__}")
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {x}")
-    return float(x)
 
 
 class Value:
@@ -52,7 +46,7 @@ class Value:
         local_grads: tuple[float, ...] = (),
         op: str = "",
     ) -> None:
-        self.data = _number(data, "data")
+        self.data = check_real(data, "data")
         self.grad = 0.0  # d(output of backward) / d(self), filled in by backward()
         if not all(isinstance(p, Value) for p in parents):
             raise TypeError("parents must be a tuple of Values")
@@ -61,7 +55,7 @@ class Value:
                              f"got {len(local_grads)}")
         self.parents = tuple(parents)
         self.local_grads = tuple(
-            _number(g, f"local_grads[{i}]") for i, g in enumerate(local_grads)
+            check_real(g, f"local_grads[{i}]") for i, g in enumerate(local_grads)
         )
         self.op = op
 
@@ -91,7 +85,7 @@ class Value:
 
     def __pow__(self, exponent: Number) -> Value:
         """``self ** exponent`` for a constant exponent: d/dx x^k = k x^(k-1)."""
-        k = _number(exponent, "exponent")
+        k = check_real(exponent, "exponent")
         if self.data == 0 and k < 1 and k != 0:
             raise ValueError(f"0 ** {k} has no finite derivative (or value)")
         if self.data < 0 and not k.is_integer():

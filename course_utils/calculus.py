@@ -14,7 +14,8 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from course_utils.softmax import _check_axis, _float_array, softmax
+from course_utils.softmax import softmax
+from course_utils.validation import check_axis, check_choice, check_real, float_array, real_array
 
 __all__ = [
     "derivative",
@@ -25,30 +26,14 @@ __all__ = [
 ]
 
 
-def _check_step(h: float) -> float:
-    if isinstance(h, bool) or not isinstance(h, (int, float)) or not (np.isfinite(h) and h > 0):
-        raise ValueError(f"h must be a positive finite number, got {h!r}")
-    return float(h)
-
-
-def _point(x: ArrayLike) -> np.ndarray:
-    array = _float_array(x, "x").astype(np.float64)
-    if not np.isfinite(array).all():
-        raise ValueError("x must be finite")
-    return array
-
-
 def derivative(
     f: Callable[[float], float], x: float, h: float = 1e-5, method: str = "central"
 ) -> float:
     """``f'(x)`` of a scalar function by a ``"forward"`` or ``"central"`` difference of step h."""
-    h = _check_step(h)
-    x = float(_point(x))
-    if method == "forward":
+    x, h = check_real(x, "x"), check_real(h, "h", low=0, low_open=True)
+    if check_choice(method, "method", ("forward", "central")) == "forward":
         return (float(f(x + h)) - float(f(x))) / h
-    if method == "central":
-        return (float(f(x + h)) - float(f(x - h))) / (2 * h)
-    raise ValueError(f"method must be 'forward' or 'central', got {method!r}")
+    return (float(f(x + h)) - float(f(x - h))) / (2 * h)
 
 
 def numerical_jacobian(
@@ -58,8 +43,8 @@ def numerical_jacobian(
 
     ``x`` of shape ``S_in`` and ``f(x)`` of shape ``S_out`` give ``J`` of shape ``S_out + S_in``.
     """
-    h = _check_step(h)
-    x = _point(x)
+    h = check_real(h, "h", low=0, low_open=True)
+    x = real_array(x, "x").astype(np.float64)
     columns = []
     for j in range(x.size):
         step = np.zeros(x.size)
@@ -75,7 +60,7 @@ def numerical_gradient(
     f: Callable[[np.ndarray], float], x: ArrayLike, h: float = 1e-5
 ) -> np.ndarray:
     """The gradient ``df/dx`` (shape of ``x``) of a scalar-valued ``f`` by central differences."""
-    x = _point(x)
+    x = real_array(x, "x").astype(np.float64)
     if np.ndim(f(x)) != 0:
         raise ValueError(f"f must return a scalar, got shape {np.shape(f(x))}")
     return numerical_jacobian(f, x, h)
@@ -92,7 +77,7 @@ def gradient_check(
 
     Below about 1e-7 the two agree (float64, smooth f); above 1e-3 the analytic gradient is wrong.
     """
-    x = _point(x)
+    x = real_array(x, "x").astype(np.float64)
     analytic = np.asarray(grad(x), dtype=np.float64)
     if analytic.shape != x.shape:
         raise ValueError(f"grad(x) must have the shape of x {x.shape}, got {analytic.shape}")
@@ -107,8 +92,8 @@ def softmax_jacobian(z: ArrayLike, axis: int = -1) -> np.ndarray:
     ``z`` of shape ``(..., n)`` (softmax along the last axis) gives ``(..., n, n)``; the rows of
     each Jacobian sum to 0 because the probabilities always sum to 1.
     """
-    array = _float_array(z, "z")
-    if _check_axis(array, axis, "z") != array.ndim - 1:
+    array = float_array(z, "z")
+    if check_axis(axis, array.ndim) != array.ndim - 1:
         raise ValueError("softmax_jacobian works along the last axis: move it with np.moveaxis")
     p = softmax(array.astype(np.float64), axis=-1)
     return p[..., :, None] * (np.eye(p.shape[-1]) - p[..., None, :])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from course_utils.validation import check_int
+from course_utils.validation import check_int, check_real
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 SPECIAL_TOKENS = (PAD, BOS, EOS)
@@ -55,9 +55,7 @@ def number_to_words(n: int) -> str:
     no hyphens, so every word is one token. Raises ``TypeError`` for a non-integer and
     ``ValueError`` outside the range.
     """
-    n = check_int(n, "n", minimum=None)
-    if not 0 <= n <= MAX_NUMBER:
-        raise ValueError(f"n must be in [0, {MAX_NUMBER}], got {n}")
+    n = check_int(n, "n", minimum=0, maximum=MAX_NUMBER)
     if n == 0:
         return "zero"
     thousands, rest = divmod(n, 1000)
@@ -69,10 +67,7 @@ def number_to_words(n: int) -> str:
 
 def number_to_digits(n: int) -> str:
     """The source sentence: the decimal digits of ``n`` separated by spaces (``47`` → ``"4 7"``)."""
-    n = check_int(n, "n", minimum=None)
-    if not 0 <= n <= MAX_NUMBER:
-        raise ValueError(f"n must be in [0, {MAX_NUMBER}], got {n}")
-    return " ".join(str(n))
+    return " ".join(str(check_int(n, "n", minimum=0, maximum=MAX_NUMBER)))
 
 
 def number_pairs(n_numbers: int = 10_000) -> list[tuple[str, str]]:
@@ -80,9 +75,7 @@ def number_pairs(n_numbers: int = 10_000) -> list[tuple[str, str]]:
 
     ``number_pairs(3)[2] == ("2", "two")``. ``n_numbers`` must be in [1, 1,000,000].
     """
-    n_numbers = check_int(n_numbers, "n_numbers", minimum=None)
-    if not 1 <= n_numbers <= MAX_NUMBER + 1:
-        raise ValueError(f"n_numbers must be in [1, {MAX_NUMBER + 1}], got {n_numbers}")
+    n_numbers = check_int(n_numbers, "n_numbers", minimum=1, maximum=MAX_NUMBER + 1)
     return [(number_to_digits(n), number_to_words(n)) for n in range(n_numbers)]
 
 
@@ -96,14 +89,15 @@ def split_pairs(
     """
     if len(pairs) < 2:
         raise ValueError(f"pairs must hold at least 2 pairs to split, got {len(pairs)}")
-    if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    test_fraction = check_real(test_fraction, "test_fraction", low=0, high=1, low_open=True,
+                               high_open=True)
+    seed = check_int(seed, "seed", minimum=0)
     n_test = round(test_fraction * len(pairs))
     if not 1 <= n_test < len(pairs):
         raise ValueError(
             f"test_fraction={test_fraction} leaves {n_test} of {len(pairs)} pairs for the test set"
         )
-    order = np.random.default_rng(check_int(seed, "seed", minimum=None)).permutation(len(pairs))
+    order = np.random.default_rng(seed).permutation(len(pairs))
     shuffled = [pairs[i] for i in order]
     return shuffled[n_test:], shuffled[:n_test]
 
@@ -234,10 +228,9 @@ class BatchLoader:
     ) -> None:
         if len(pairs) == 0:
             raise ValueError("pairs must hold at least one (source, target) pair")
-        check_int(batch_size, "batch_size")
         self.pairs, self.vocab = list(pairs), vocab
-        self.batch_size, self.shuffle = batch_size, shuffle
-        self._rng = np.random.default_rng(check_int(seed, "seed", minimum=None))
+        self.batch_size, self.shuffle = check_int(batch_size, "batch_size"), shuffle
+        self._rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
 
     def __len__(self) -> int:
         return -(-len(self.pairs) // self.batch_size)

@@ -11,7 +11,7 @@ from importlib import metadata
 
 import numpy as np
 
-from course_utils.validation import check_int
+from course_utils.validation import check_choice, check_int
 
 DEVICE_ENV_VAR = "COURSE_DEVICE"
 KNOWN_DEVICES = ("cuda", "mps", "cpu")
@@ -45,9 +45,7 @@ def pick_device(name: str | None = None) -> str:
         return "cuda" if available["cuda"] else "cpu"
     if not isinstance(name, str):
         raise TypeError(f"name must be a str such as 'cpu', got {type(name).__name__}")
-    wanted = name.strip().lower()
-    if wanted not in KNOWN_DEVICES:
-        raise ValueError(f"{source} must be one of {KNOWN_DEVICES}, got {name!r}")
+    wanted = check_choice(name.strip().lower(), source, KNOWN_DEVICES)
     if not available[wanted]:
         raise ValueError(f"{source} asks for {wanted!r}, but this machine has no {wanted} device")
     return wanted
@@ -100,8 +98,7 @@ def sdpa_kernel(backend: str | None):
 
     if backend is None:
         return contextlib.nullcontext()
-    if backend not in SDPA_BACKENDS:
-        raise ValueError(f"backend must be one of {SDPA_BACKENDS} or None, got {backend!r}")
+    check_choice(backend, "backend", SDPA_BACKENDS)
     names = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "math": "MATH"}
     return torch_sdpa_kernel(getattr(SDPBackend, names[backend]))
 
@@ -111,9 +108,7 @@ def seed_everything(seed: int) -> np.random.Generator:
 
     Returns a fresh ``np.random.default_rng(seed)``, the generator the notebooks use.
     """
-    seed = check_int(seed, "seed", minimum=None)
-    if not 0 <= seed < 2**32:
-        raise ValueError(f"seed must be in [0, 2**32), got {seed}")
+    seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     import torch
 
     random.seed(seed)

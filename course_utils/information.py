@@ -23,7 +23,8 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from course_utils.softmax import _check_axis, _float_array, log_softmax
+from course_utils.softmax import log_softmax
+from course_utils.validation import check_axis, check_choice, check_int, check_real, float_array
 
 __all__ = [
     "cross_entropy",
@@ -36,8 +37,8 @@ __all__ = [
 
 def _distribution(p: ArrayLike, name: str, axis: int) -> tuple[np.ndarray, int]:
     """Validated probabilities (in their own dtype) and the normalised axis."""
-    array = _float_array(p, name)
-    axis = _check_axis(array, axis, name)
+    array = float_array(p, name)
+    axis = check_axis(axis, array.ndim)
     if not np.isfinite(array).all():
         raise ValueError(f"{name} must be finite probabilities, found inf")
     if (array < 0).any():
@@ -63,8 +64,8 @@ def _pair(p: ArrayLike, q: ArrayLike, axis: int) -> tuple[np.ndarray, np.ndarray
 def _in_base(nats: np.ndarray, base: float | None, dtype: np.dtype) -> np.ndarray:
     """Float64 nats converted to ``base`` and rounded to the caller's ``dtype``."""
     if base is not None:
-        if isinstance(base, bool) or not isinstance(base, (int, float)) or base <= 0 or base == 1:
-            raise ValueError(f"base must be a positive number other than 1 (or None), got {base!r}")
+        if check_real(base, "base", low=0, low_open=True) == 1:
+            raise ValueError(f"base must be a positive number other than 1 (or None), got {base}")
         nats = nats / math.log(base)
     return np.asarray(nats).astype(dtype)[()]
 
@@ -97,8 +98,7 @@ def cross_entropy(
     ``clip=0`` the loss is ``inf`` where p_i > 0 = q_i.
     """
     p_arr, q_arr, axis, dtype = _pair(p, q, axis)
-    if not 0 <= clip < 1:
-        raise ValueError(f"clip must lie in [0, 1), got {clip}")
+    clip = check_real(clip, "clip", low=0, high=1, high_open=True)
     if clip:
         q_arr = np.maximum(q_arr, clip)
     return _in_base(-np.sum(_xlogy(p_arr, q_arr), axis=axis) + 0.0, base, dtype)
@@ -130,6 +130,8 @@ def cross_entropy_from_logits(
     0 where ignored). A mean over zero counted positions raises ``ValueError``.
     """
     log_probs = log_softmax(logits, axis=-1)
+    ignore_index = check_int(ignore_index, "ignore_index", minimum=None)
+    reduction = check_choice(reduction, "reduction", ("mean", "sum", "none"))
     target_arr = np.asarray(targets)
     if target_arr.dtype.kind not in "iu":
         raise TypeError(f"targets must be integer class indices, got dtype {target_arr.dtype}")
@@ -138,8 +140,6 @@ def cross_entropy_from_logits(
             f"targets must have shape {log_probs.shape[:-1]} (logits without the class axis), "
             f"got {target_arr.shape}"
         )
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     n_classes = log_probs.shape[-1]
     counted = target_arr != ignore_index
     bad = counted & ((target_arr < 0) | (target_arr >= n_classes))
@@ -165,7 +165,7 @@ def perplexity(cross_entropy_nats: ArrayLike) -> np.ndarray:
 
     A model as unsure as a uniform guess over V tokens has perplexity V.
     """
-    h = _float_array(cross_entropy_nats, "cross_entropy_nats")
+    h = float_array(cross_entropy_nats, "cross_entropy_nats")
     if (h < 0).any():
         raise ValueError(f"cross_entropy_nats must be >= 0, found {h.min():.4g}")
     with np.errstate(over="ignore"):  # exp of a huge loss is honestly inf

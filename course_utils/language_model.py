@@ -19,8 +19,6 @@ decodes greedily or samples (:mod:`course_utils.sampling`), with or without the 
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass, field
 
 import torch
@@ -31,7 +29,7 @@ from course_utils.layers import FeedForward, RMSNorm
 from course_utils.linalg import matmul_flops
 from course_utils.positional import apply_rope
 from course_utils.sampling import check_filters, sample
-from course_utils.validation import check_int
+from course_utils.validation import check_bool, check_int, check_real, check_tensor
 
 __all__ = [
     "DecoderLM",
@@ -67,18 +65,13 @@ class LMConfig:
     tie_embeddings: bool = True
 
     def __post_init__(self) -> None:
-        for name in _INT_FIELDS:  # NumPy integers become Python ints
+        for name in _INT_FIELDS:  # NumPy scalars become Python numbers
             object.__setattr__(self, name, check_int(getattr(self, name), name))
         for name, low in (("rope_base", 1.0), ("eps", 0.0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-            if not (math.isfinite(value) and value > low):
-                raise ValueError(f"{name} must be a finite number > {low:g}, got {value}")
-            object.__setattr__(self, name, float(value))
-        if not isinstance(self.tie_embeddings, bool):
-            raise TypeError(f"tie_embeddings must be a bool, got "
-                            f"{type(self.tie_embeddings).__name__}")
+            value = check_real(getattr(self, name), name, low=low, low_open=True)
+            object.__setattr__(self, name, value)
+        tie = check_bool(self.tie_embeddings, "tie_embeddings")
+        object.__setattr__(self, "tie_embeddings", tie)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if self.head_dim % 2:
@@ -234,9 +227,7 @@ class DecoderLM(nn.Module):
 
     def _check(self, ids: object, cache: object) -> int:
         """Validate the inputs; return the position of the first new token."""
-        if not isinstance(ids, Tensor) or ids.dtype != torch.long:
-            what = ids.dtype if isinstance(ids, Tensor) else type(ids).__name__
-            raise TypeError(f"ids must be an int64 tensor of token ids, got {what}")
+        check_tensor(ids, "ids", dtype=torch.long, what="tensor of token ids")
         if ids.ndim != 2 or ids.shape[1] == 0:
             raise ValueError(f"ids must have shape (B, L) with L >= 1, got {tuple(ids.shape)}")
         if ids.min() < 0 or ids.max() >= self.config.vocab_size:
@@ -294,11 +285,8 @@ def generate(
     if not isinstance(model, DecoderLM):
         raise TypeError(f"model must be a DecoderLM, got {type(model).__name__}")
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=0)
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
-        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
-    if not (math.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature must be >= 0 (0 is greedy), got {temperature}")
-    check_filters(top_k, top_p)
+    temperature = check_real(temperature, "temperature", low=0)
+    top_k, top_p = check_filters(top_k, top_p)
     model._check(prompt_ids, None)
     if prompt_ids.shape[1] + max_new_tokens > model.config.max_len:
         raise ValueError(f"the prompt ({prompt_ids.shape[1]} tokens) plus max_new_tokens="

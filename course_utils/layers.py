@@ -8,15 +8,13 @@ with True = real token (PyTorch's ``src_key_padding_mask`` uses True = padding).
 
 from __future__ import annotations
 
-import numbers
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_utils.attention import MultiHeadAttention
 from course_utils.positional import sinusoidal_encoding
-from course_utils.validation import check_int
+from course_utils.validation import check_choice, check_int, check_real, check_tensor
 
 __all__ = [
     "Decoder",
@@ -34,23 +32,9 @@ __all__ = [
 _ACTIVATIONS = ("relu", "gelu", "swiglu")
 
 
-def _check_dropout(p: object) -> float:
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p < 1.0:
-        raise ValueError(f"dropout must be a number in [0, 1), got {p!r}")
-    return float(p)
-
-
-def _check_eps(eps: object) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps > 0:
-        raise ValueError(f"eps must be a positive number, got {eps!r}")
-    return float(eps)
-
-
-def _check_last_dim(x: object, d_model: int, name: str = "x") -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.ndim < 1 or x.shape[-1] != d_model:
-        raise ValueError(f"{name} must have last dimension d_model={d_model}, got shape "
+def _check_last_dim(x: object, d_model: int) -> Tensor:
+    if check_tensor(x, "x").shape[-1:] != (d_model,):
+        raise ValueError(f"x must have last dimension d_model={d_model}, got shape "
                          f"{tuple(x.shape)}")
     return x
 
@@ -87,14 +71,13 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0):
         super().__init__()
-        self.d_model, self.d_ff = check_int(d_model, "d_model"), check_int(d_ff, "d_ff")
-        if activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {activation!r}")
-        self.activation = activation
+        self.d_model = d_model = check_int(d_model, "d_model")
+        self.d_ff = d_ff = check_int(d_ff, "d_ff")
+        self.activation = check_choice(activation, "activation", _ACTIVATIONS)
         self.linear1 = nn.Linear(d_model, d_ff)
         self.gate = nn.Linear(d_model, d_ff) if activation == "swiglu" else None
         self.linear2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(check_real(dropout, "dropout", low=0, high=1, high_open=True))
 
     def forward(self, x: Tensor) -> Tensor:
         x = _check_last_dim(x, self.d_model)
@@ -117,7 +100,8 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
-        self.d_model, self.eps = check_int(d_model, "d_model"), _check_eps(eps)
+        self.d_model = d_model = check_int(d_model, "d_model")
+        self.eps = check_real(eps, "eps", low=0, low_open=True)
         self.weight = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model))
 
@@ -143,7 +127,8 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
-        self.d_model, self.eps = check_int(d_model, "d_model"), _check_eps(eps)
+        self.d_model = d_model = check_int(d_model, "d_model")
+        self.eps = check_real(eps, "eps", low=0, low_open=True)
         self.weight = nn.Parameter(torch.ones(d_model))
 
     def forward(self, x: Tensor) -> Tensor:
@@ -159,17 +144,16 @@ class RMSNorm(nn.Module):
 def _check_padding_mask(mask: object, shape: tuple[int, ...], name: str) -> Tensor | None:
     if mask is None:
         return None
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-        raise TypeError(f"{name} must be a boolean tensor (True = real token)")
+    check_tensor(mask, name, dtype=torch.bool, what="tensor (True = real token)")
     if tuple(mask.shape) != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(mask.shape)}")
     return mask
 
 
 def _check_sequence(x: object, d_model: int, name: str) -> Tensor:
-    if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != d_model:
-        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-        raise ValueError(f"{name} must be a tensor of shape (B, L, d_model={d_model}), got {shape}")
+    if check_tensor(x, name).ndim != 3 or x.shape[-1] != d_model:
+        raise ValueError(f"{name} must be a tensor of shape (B, L, d_model={d_model}), got "
+                         f"{tuple(x.shape)}")
     return x
 
 
@@ -229,7 +213,7 @@ class EncoderLayer(nn.Module):
         eps: float = 1e-5,
     ):
         super().__init__()
-        dropout = _check_dropout(dropout)
+        dropout = check_real(dropout, "dropout", low=0, high=1, high_open=True)
         self.norm_first = bool(norm_first)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.feed_forward = FeedForward(d_model, d_ff, activation, dropout)
@@ -303,7 +287,7 @@ class DecoderLayer(nn.Module):
         eps: float = 1e-5,
     ):
         super().__init__()
-        dropout = _check_dropout(dropout)
+        dropout = check_real(dropout, "dropout", low=0, high=1, high_open=True)
         self.norm_first = bool(norm_first)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
@@ -473,16 +457,17 @@ class Transformer(nn.Module):
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError("share_embeddings needs one vocabulary: src_vocab_size="
                              f"{src_vocab_size} differs from tgt_vocab_size={tgt_vocab_size}")
-        self.d_model, self.share_embeddings = check_int(d_model, "d_model"), share_embeddings
+        self.d_model = d_model = check_int(d_model, "d_model")
+        self.share_embeddings = share_embeddings
         self.src_embed = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embed = self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size,
                                                                               d_model)
-        self.encoder = Encoder(n_encoder_layers, d_model, n_heads, d_ff, dropout, activation,
-                               norm_first, eps)
-        self.decoder = Decoder(n_decoder_layers, d_model, n_heads, d_ff, dropout, activation,
-                               norm_first, eps)
+        self.encoder = Encoder(check_int(n_encoder_layers, "n_encoder_layers"), d_model, n_heads,
+                               d_ff, dropout, activation, norm_first, eps)
+        self.decoder = Decoder(check_int(n_decoder_layers, "n_decoder_layers"), d_model, n_heads,
+                               d_ff, dropout, activation, norm_first, eps)
         self.output = nn.Linear(d_model, tgt_vocab_size, bias=False)
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(check_real(dropout, "dropout", low=0, high=1, high_open=True))
         pe = torch.as_tensor(sinusoidal_encoding(check_int(max_len, "max_len"), d_model),
                              dtype=torch.get_default_dtype())
         self.register_buffer("positional_encoding", pe, persistent=False)
@@ -493,9 +478,8 @@ class Transformer(nn.Module):
             self.output.weight = self.tgt_embed.weight
 
     def _embed(self, ids: Tensor, table: nn.Embedding, name: str) -> Tensor:
-        if not isinstance(ids, Tensor) or ids.ndim != 2 or ids.dtype != torch.long:
-            shape = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
-            raise ValueError(f"{name} must be an int64 tensor of token ids (B, L), got {shape}")
+        if check_tensor(ids, name, dtype=torch.long, what="tensor of token ids").ndim != 2:
+            raise ValueError(f"{name} must have shape (B, L), got {tuple(ids.shape)}")
         if ids.numel() and (ids.min() < 0 or ids.max() >= table.num_embeddings):
             raise ValueError(f"{name} holds ids outside [0, {table.num_embeddings})")
         if ids.shape[1] > self.positional_encoding.shape[0]:
@@ -556,8 +540,7 @@ def transformer_parameter_count(
                     check_int(tgt_vocab_size, "tgt_vocab_size"))
     n_enc = check_int(n_encoder_layers, "n_encoder_layers")
     n_dec = check_int(n_decoder_layers, "n_decoder_layers")
-    if activation not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {activation!r}")
+    check_choice(activation, "activation", _ACTIVATIONS)
     if share_embeddings and v_src != v_tgt:
         raise ValueError("share_embeddings needs src_vocab_size == tgt_vocab_size")
     attention = 4 * d * d + 4 * d

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from course_utils.validation import check_int, real_array
+from course_utils.validation import check_int, check_real, real_array
 
 __all__ = [
     "PowerIterationResult",
@@ -124,12 +124,8 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
     for number, shape in enumerate(shapes):
         if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
             raise TypeError(f"shape {number} must be a tuple of ints, got {shape!r:.60}")
-        for size in shape:
-            if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-                raise TypeError(f"shape {number} must hold ints, got {shape!r:.60}")
-            if size < 0:
-                raise ValueError(f"shape {number} has a negative size: {tuple(shape)}")
-        checked.append(tuple(int(size) for size in shape))
+        checked.append(tuple(check_int(size, f"shape {number}[{i}]", minimum=0)
+                             for i, size in enumerate(shape)))
     ndim = max(len(shape) for shape in checked)
     result = []
     for axis in range(-ndim, 0):
@@ -187,8 +183,8 @@ def power_iteration(
     if a.shape != (n, n):
         raise ValueError(f"a must be a square matrix (n, n), got shape {a.shape}")
     max_iters = check_int(max_iters, "max_iters")
-    if not (isinstance(tol, (int, float)) and 0 < tol < 1):
-        raise ValueError(f"tol must be a number in (0, 1), got {tol!r}")
+    tol = check_real(tol, "tol", low=0, high=1, low_open=True, high_open=True)
+    seed = check_int(seed, "seed", minimum=0)
     if v0 is None:
         v = np.random.default_rng(seed).standard_normal(n)
     else:

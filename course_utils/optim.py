@@ -18,15 +18,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from course_utils.validation import check_real
+
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
-
-
-def _nonnegative(value: float, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if not (np.isfinite(value) and value >= 0):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value}")
-    return float(value)
 
 
 class Optimizer:
@@ -41,7 +35,7 @@ class Optimizer:
                 raise TypeError(f"params[{i}] must be a float NumPy array (updated in place)")
             if not p.flags.writeable:
                 raise ValueError(f"params[{i}] is read-only and cannot be updated in place")
-        self.lr = _nonnegative(lr, "lr")
+        self.lr = check_real(lr, "lr", low=0)
         self.t = 0  # steps taken
 
     def step(self, grads: Sequence[np.ndarray]) -> None:
@@ -77,8 +71,8 @@ class SGD(Optimizer):
         nesterov: bool = False,
     ) -> None:
         super().__init__(params, lr)
-        self.momentum = _nonnegative(momentum, "momentum")
-        self.weight_decay = _nonnegative(weight_decay, "weight_decay")
+        self.momentum = check_real(momentum, "momentum", low=0)
+        self.weight_decay = check_real(weight_decay, "weight_decay", low=0)
         if nesterov and self.momentum == 0:
             raise ValueError("nesterov needs momentum > 0")
         self.nesterov = nesterov
@@ -107,11 +101,12 @@ class Adam(Optimizer):
         weight_decay: float = 0.0,
     ) -> None:
         super().__init__(params, lr)
-        if len(betas) != 2 or not all(0 <= _nonnegative(b, "betas") < 1 for b in betas):
-            raise ValueError(f"betas must be two numbers in [0, 1), got {betas}")
-        self.beta1, self.beta2 = float(betas[0]), float(betas[1])
-        self.eps = _nonnegative(eps, "eps")
-        self.weight_decay = _nonnegative(weight_decay, "weight_decay")
+        if np.shape(betas) != (2,):
+            raise ValueError(f"betas must be two numbers in [0, 1), got {betas!r}")
+        self.beta1, self.beta2 = (check_real(b, f"betas[{i}]", low=0, high=1, high_open=True)
+                                  for i, b in enumerate(betas))
+        self.eps = check_real(eps, "eps", low=0)
+        self.weight_decay = check_real(weight_decay, "weight_decay", low=0)
         self.m = [np.zeros_like(p) for p in self.params]
         self.v = [np.zeros_like(p) for p in self.params]
 

@@ -21,14 +21,12 @@ not load torch; :func:`apply_rope`, which works on torch tensors, imports it whe
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from course_utils.validation import check_int
+from course_utils.validation import check_int, check_real, check_tensor
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -42,31 +40,15 @@ __all__ = [
 ]
 
 
-def _check_d_model(d_model: object) -> int:
-    if isinstance(d_model, bool) or not isinstance(d_model, numbers.Integral):
-        raise TypeError(f"d_model must be an int, got {type(d_model).__name__}")
-    if d_model <= 0 or d_model % 2:
-        raise ValueError(
-            f"d_model must be a positive even number (sin/cos come in pairs), got {d_model}"
-        )
-    return int(d_model)
-
-
-def _check_base(base: object) -> float:
-    if isinstance(base, bool) or not isinstance(base, numbers.Real):
-        raise TypeError(f"base must be a real number, got {type(base).__name__}")
-    if not math.isfinite(base) or base <= 1:
-        raise ValueError(f"base must be a finite number greater than 1, got {base}")
-    return float(base)
-
-
 def angular_frequencies(d_model: int, base: float = 10000.0) -> np.ndarray:
     """The angular frequency of each sin/cos pair: ``w_i = base ** (-2i / d_model)``.
 
     Returns float64 of shape ``(d_model // 2,)``, decreasing from ``w_0 = 1`` (wavelength 2π)
     towards ``1 / base``.
     """
-    d_model, base = _check_d_model(d_model), _check_base(base)
+    if check_int(d_model, "d_model") % 2:
+        raise ValueError(f"d_model must be even (sin/cos come in pairs), got {d_model}")
+    base = check_real(base, "base", low=1, low_open=True)
     two_i = np.arange(0, d_model, 2, dtype=np.float64)
     return base ** (-two_i / d_model)
 
@@ -89,7 +71,7 @@ def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -
     n_positions = check_int(n_positions, "n_positions", minimum=0)
     omega = angular_frequencies(d_model, base)
     angles = np.arange(n_positions, dtype=np.float64)[:, None] * omega[None, :]
-    pe = np.empty((int(n_positions), int(d_model)), dtype=np.float64)
+    pe = np.empty((n_positions, d_model), dtype=np.float64)
     pe[:, 0::2] = np.sin(angles)
     pe[:, 1::2] = np.cos(angles)
     return pe
@@ -108,10 +90,7 @@ def relative_position_matrix(k: float, d_model: int, base: float = 10000.0) -> n
     It depends on the offset ``k`` only (not on ``pos``); ``M_0`` is the identity, ``M_{-k}`` is
     the transpose (inverse) of ``M_k``, and ``k`` may be any real number.
     """
-    if isinstance(k, bool) or not isinstance(k, numbers.Real):
-        raise TypeError(f"k must be a real number, got {type(k).__name__}")
-    if not math.isfinite(k):
-        raise ValueError(f"k must be finite, got {k}")
+    k = check_real(k, "k")
     omega = angular_frequencies(d_model, base)
     c, s = np.cos(k * omega), np.sin(k * omega)
     m = np.zeros((d_model, d_model), dtype=np.float64)
@@ -141,10 +120,7 @@ def apply_rope(x: Tensor, positions: Tensor | ArrayLike, base: float = 10000.0) 
     """
     import torch
 
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-    if not x.dtype.is_floating_point:
-        raise TypeError(f"x must be a floating-point tensor, got {x.dtype}")
+    x = check_tensor(x, "x")
     if x.ndim < 2 or x.shape[-1] == 0 or x.shape[-1] % 2:
         raise ValueError(f"x must have shape (..., L, d) with d even (the features are rotated "
                          f"in pairs), got {tuple(x.shape)}")

@@ -16,45 +16,25 @@ Every removed token has probability exactly 0. Greedy decoding (always the argma
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import torch
 from torch import Tensor
 
-from course_utils.validation import check_int
+from course_utils.validation import check_int, check_real, check_tensor
 
 __all__ = ["check_filters", "filter_probs", "sample"]
 
 
-def check_filters(top_k: object, top_p: object) -> tuple[int | None, float | None]:
+def check_filters(top_k: int | None, top_p: float | None) -> tuple[int | None, float | None]:
     """``top_k`` an int >= 1 or None, ``top_p`` a number in (0, 1] or None."""
     if top_k is not None:
         top_k = check_int(top_k, "top_k")
     if top_p is not None:
-        if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real):
-            raise TypeError(f"top_p must be a number or None, got {type(top_p).__name__}")
-        if not 0.0 < top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-        top_p = float(top_p)
+        top_p = check_real(top_p, "top_p", low=0, high=1, low_open=True)
     return top_k, top_p
 
 
-def _check_temperature(temperature: object) -> float:
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
-        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
-    if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a finite number > 0 to sample, got {temperature} "
-                         "(for greedy decoding take the argmax of the logits)")
-    return float(temperature)
-
-
 def _check_logits(logits: object) -> Tensor:
-    if not isinstance(logits, Tensor):
-        raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
-    if not logits.dtype.is_floating_point:
-        raise TypeError(f"logits must be a floating-point tensor, got {logits.dtype}")
-    if logits.ndim < 1 or logits.shape[-1] == 0:
+    if check_tensor(logits, "logits").ndim < 1 or logits.shape[-1] == 0:
         raise ValueError(f"logits must have shape (..., V) with V >= 1, got {tuple(logits.shape)}")
     if torch.isnan(logits).any() or torch.isposinf(logits).any():
         raise ValueError("logits must not hold NaN or +inf (-inf marks an impossible token)")
@@ -83,7 +63,7 @@ def filter_probs(
     or None (``top_p = 1`` and ``top_k >= V`` change nothing).
     """
     logits = _check_logits(logits)
-    temperature = _check_temperature(temperature)
+    temperature = check_real(temperature, "temperature", low=0, low_open=True)
     top_k, top_p = check_filters(top_k, top_p)
     probs = torch.softmax(logits / temperature, dim=-1)
     if top_k is not None and top_k < probs.shape[-1]:

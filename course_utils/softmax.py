@@ -20,48 +20,18 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from course_utils.validation import check_axis, check_real, float_array
+
 __all__ = ["log_softmax", "logsumexp", "softmax"]
-
-
-def _float_array(x: ArrayLike, name: str) -> np.ndarray:
-    """``x`` as a non-empty real floating array (float16/32/64 kept, integers -> float64)."""
-    if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor, without importing torch
-        raise TypeError(f"{name} must be a NumPy array or list, got a torch tensor (use .numpy())")
-    try:
-        array = np.asarray(x)
-    except ValueError as error:
-        raise ValueError(f"{name} must be a rectangular array of numbers: {error}") from None
-    if array.dtype.kind in "biu":
-        array = array.astype(np.float64)
-    if array.dtype.kind != "f":
-        raise TypeError(f"{name} must hold real numbers, got dtype {array.dtype}")
-    if array.size == 0:
-        raise ValueError(f"{name} must not be empty, got shape {array.shape}")
-    if np.isnan(array).any():
-        raise ValueError(f"{name} contains NaN")
-    return array
-
-
-def _check_axis(array: np.ndarray, axis: int, name: str) -> int:
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"axis must be an int, got {type(axis).__name__}")
-    if array.ndim == 0:
-        raise ValueError(f"{name} must have at least one dimension, got a scalar")
-    if not -array.ndim <= axis < array.ndim:
-        raise ValueError(f"axis {axis} is out of range for {name} with shape {array.shape}")
-    return int(axis) % array.ndim
 
 
 def _scaled(x: ArrayLike, axis: int, temperature: float) -> tuple[np.ndarray, int, np.dtype]:
     """Validated ``x / T`` in the working dtype, the normalised axis, and the output dtype."""
-    array = _float_array(x, "x")
-    axis = _check_axis(array, axis, "x")
+    array = float_array(x, "x")
+    axis = check_axis(axis, array.ndim)
+    temperature = check_real(temperature, "temperature", low=0, low_open=True)
     if np.isposinf(array).any():
         raise ValueError("x contains +inf: softmax of +inf is undefined")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.floating)):
-        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
-    if not (np.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a positive finite number, got {temperature}")
     out_dtype = array.dtype
     work = array.astype(np.float32) if array.dtype == np.float16 else array
     if temperature != 1:
@@ -109,8 +79,8 @@ def logsumexp(x: ArrayLike, axis: int = -1, keepdims: bool = False) -> np.ndarra
     Shape: ``x`` without ``axis`` (kept with length 1 if ``keepdims``). A slice of all ``-inf``
     gives ``-inf``; ``+inf`` anywhere in a slice gives ``+inf``.
     """
-    array = _float_array(x, "x")
-    axis = _check_axis(array, axis, "x")
+    array = float_array(x, "x")
+    axis = check_axis(axis, array.ndim)
     work = array.astype(np.float32) if array.dtype == np.float16 else array
     peak = np.max(work, axis=axis, keepdims=True)
     safe_peak = np.where(np.isfinite(peak), peak, 0)  # all -inf or any +inf: the sum decides

@@ -10,13 +10,12 @@ anything else raises ``TypeError`` or ``ValueError`` naming the argument.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from course_utils.validation import check_int, real_array
+from course_utils.validation import check_axis, check_int, check_real, check_rng, real_array
 
 __all__ = [
     "dot_product_samples",
@@ -34,15 +33,13 @@ __all__ = [
 _CHUNK_ELEMENTS = 1 << 18
 
 
-def _axis_size(array: np.ndarray, axis: int | None) -> int:
-    """How many numbers each statistic averages over (all of them when ``axis`` is None)."""
+def _count(array: np.ndarray, axis: int | None) -> tuple[int | None, int]:
+    """The checked ``axis`` and how many numbers each statistic averages over (all of them when
+    ``axis`` is None)."""
     if axis is None:
-        return array.size
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"axis must be an int or None, got {type(axis).__name__}")
-    if not -array.ndim <= axis < array.ndim:
-        raise ValueError(f"axis {axis} is out of range for an array of shape {array.shape}")
-    return array.shape[axis]
+        return None, array.size
+    axis = check_axis(axis, array.ndim)
+    return axis, array.shape[axis]
 
 
 def _result(value: np.ndarray) -> float | np.ndarray:
@@ -56,7 +53,7 @@ def mean(x: ArrayLike, axis: int | None = None) -> float | np.ndarray:
     (returns an array with the axis removed).
     """
     array = real_array(x, "x")
-    n = _axis_size(array, axis)
+    axis, n = _count(array, axis)
     return _result(np.sum(array, axis=axis, dtype=np.float64) / n)
 
 
@@ -69,7 +66,7 @@ def variance(x: ArrayLike, ddof: int = 0, axis: int | None = None) -> float | np
     """
     array = real_array(x, "x")
     ddof = check_int(ddof, "ddof", 0)
-    n = _axis_size(array, axis)
+    axis, n = _count(array, axis)
     if n - ddof <= 0:
         raise ValueError(f"ddof={ddof} needs more than {ddof} values per statistic, got n={n}")
     mu = np.mean(array, axis=axis, dtype=np.float64, keepdims=True)
@@ -96,10 +93,9 @@ def standardize(x: ArrayLike, axis: int | None = -1, eps: float = 0.0) -> np.nda
     ``ValueError``; pass ``eps > 0`` (LayerNorm uses 1e-5) to map it to zeros instead.
     """
     array = real_array(x, "x")
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < math.inf:
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+    eps = check_real(eps, "eps", low=0)
+    var = np.asarray(variance(array, ddof=0, axis=axis))  # checks axis
     mu = np.mean(array, axis=axis, dtype=np.float64, keepdims=True)
-    var = np.asarray(variance(array, ddof=0, axis=axis))
     var = var.reshape(mu.shape)
     if eps == 0 and np.any(var == 0):
         raise ValueError("x has a constant slice (variance 0) along axis; pass eps > 0")
@@ -130,7 +126,7 @@ def sample_categorical(
     p = _probabilities(probs)
     n = check_int(n, "n", 1)
     cdf = np.cumsum(p)
-    u = np.random.default_rng(rng).random(n) * cdf[-1]  # cdf[-1] is 1 up to rounding
+    u = check_rng(rng).random(n) * cdf[-1]  # cdf[-1] is 1 up to rounding
     return np.searchsorted(cdf, u, side="right").astype(np.int64)
 
 
@@ -169,7 +165,7 @@ def dot_product_samples(
     """
     d_k = check_int(d_k, "d_k", 1)
     n_samples = check_int(n_samples, "n_samples", 1)
-    generator = np.random.default_rng(rng)
+    generator = check_rng(rng)
     rows = max(1, _CHUNK_ELEMENTS // d_k)
     chunks = []
     for start in range(0, n_samples, rows):
@@ -198,7 +194,7 @@ def dot_product_variance(
     if len(d_ks) == 0:
         raise ValueError("d_ks must not be empty")
     n_samples = check_int(n_samples, "n_samples", 2)
-    generator = np.random.default_rng(rng)
+    generator = check_rng(rng)
     return np.array(
         [
             variance(dot_product_samples(d, n_samples, rng=generator, scaled=scaled), ddof=1)
@@ -217,11 +213,6 @@ def normal_pdf(x: ArrayLike, mean: float = 0.0, std: float = 1.0) -> float | np.
     follows it.
     """
     array = real_array(x, "x").astype(np.float64)
-    for name, value in (("mean", mean), ("std", std)):
-        real = isinstance(value, numbers.Real) and not isinstance(value, bool)
-        if not real or not math.isfinite(value):
-            raise TypeError(f"{name} must be a finite real number, got {value!r}")
-    if std <= 0:
-        raise ValueError(f"std must be positive, got {std}")
+    mean, std = check_real(mean, "mean"), check_real(std, "std", low=0, low_open=True)
     z = (array - mean) / std
     return _result(np.exp(-0.5 * z**2) / (std * math.sqrt(2 * math.pi)))

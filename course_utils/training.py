@@ -12,7 +12,6 @@ with padding masks (B, L) that are True on real tokens. Batches are
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Iterable
@@ -23,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.data import Batch, Vocabulary
-from course_utils.validation import check_int
+from course_utils.validation import check_int, check_real, check_tensor
 
 
 def warmup_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
@@ -34,10 +33,8 @@ def warmup_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float
     It rises linearly for ``warmup`` steps, peaks at ``scale · (d_model · warmup)^(−1/2)`` at
     ``step == warmup``, then decays as 1/√step.
     """
-    for name, value in (("step", step), ("d_model", d_model), ("warmup", warmup)):
-        check_int(value, name)
-    if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a positive finite number, got {scale}")
+    step, d_model = check_int(step, "step"), check_int(d_model, "d_model")
+    warmup, scale = check_int(warmup, "warmup"), check_real(scale, "scale", low=0, low_open=True)
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
@@ -64,6 +61,10 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int,
     ``logits`` (B, T, V), ``targets`` (B, T) int64; positions where ``targets == pad_id`` count
     neither in the sum nor in the mean: loss = −(1/#real) Σ_real log softmax(logits)[target].
     """
+    check_tensor(logits, "logits")
+    check_tensor(targets, "targets", dtype=torch.long)
+    pad_id = check_int(pad_id, "pad_id", minimum=None)
+    label_smoothing = check_real(label_smoothing, "label_smoothing", low=0, high=1)
     if logits.ndim != 3 or targets.shape != logits.shape[:2]:
         raise ValueError(
             f"expected logits (B, T, V) and targets (B, T), got {tuple(logits.shape)} "
@@ -88,19 +89,20 @@ class ProgressBar:
 
     def __init__(self, total: int, *, width: int = 30, redraws: int = 50,
                  file: TextIO | None = None) -> None:
-        if total < 1:
-            raise ValueError(f"total must be at least 1, got {total}")
-        self.total, self.width, self.file = total, width, file or sys.stdout
-        self.every = max(1, total // max(1, redraws))
+        self.total, self.width = check_int(total, "total"), check_int(width, "width")
+        self.every = max(1, self.total // check_int(redraws, "redraws"))
+        self.file = file or sys.stdout
         self.start = time.perf_counter()
 
     def render(self, done: int, message: str = "") -> str:
         """The bar's text after ``done`` of ``total`` steps (no timing, no carriage return)."""
+        done = check_int(done, "done", minimum=0, maximum=self.total)
         filled = round(self.width * done / self.total)
         bar = "#" * filled + "-" * (self.width - filled)
         return f"[{bar}] {100 * done / self.total:3.0f}%  {done}/{self.total}  {message}".rstrip()
 
     def update(self, done: int, message: str = "") -> None:
+        done = check_int(done, "done", minimum=0, maximum=self.total)
         if done % self.every == 0 or done == self.total:
             elapsed = time.perf_counter() - self.start
             print(f"\r{self.render(done, message)}  {elapsed:.1f}s", end="", file=self.file,
@@ -129,8 +131,10 @@ def train(
     (one pass = one epoch). With ``progress`` a :class:`ProgressBar` shows the step and the
     running loss on stdout.
     """
-    if isinstance(n_steps, bool) or not isinstance(n_steps, int) or n_steps < 1:
-        raise ValueError(f"n_steps must be a positive int, got {n_steps!r}")
+    n_steps = check_int(n_steps, "n_steps")
+    label_smoothing = check_real(label_smoothing, "label_smoothing", low=0, high=1)
+    if clip_norm is not None:
+        clip_norm = check_real(clip_norm, "clip_norm", low=0, low_open=True)
     model.train()
     losses: list[float] = []
     bar = ProgressBar(n_steps) if progress else None
@@ -180,13 +184,16 @@ def greedy_decode(
     Rows that have produced ``<eos>`` keep producing ``<eos>``; the loop stops early once all
     have. Returns (B, 1 + n) int64 ids beginning with ``<bos>``, n ≤ ``max_len``.
     """
+    check_tensor(src, "src", dtype=torch.long, what="tensor of token ids")
+    check_tensor(src_padding_mask, "src_padding_mask", dtype=torch.bool,
+                 what="tensor (True = real token)")
+    bos_id, eos_id = check_int(bos_id, "bos_id", minimum=0), check_int(eos_id, "eos_id", minimum=0)
+    max_len = check_int(max_len, "max_len")
     if src.ndim != 2 or src_padding_mask.shape != src.shape:
         raise ValueError(
             f"expected src (B, S) and src_padding_mask (B, S), got {tuple(src.shape)} and "
             f"{tuple(src_padding_mask.shape)}"
         )
-    if max_len < 1:
-        raise ValueError(f"max_len must be at least 1, got {max_len}")
     was_training = model.training
     model.eval()
     memory = model.encode(src, src_padding_mask)
@@ -223,6 +230,7 @@ def exact_match(model: nn.Module, pairs: list[tuple[str, str]], vocab: Vocabular
     """Fraction of ``(source, target)`` pairs whose greedy translation equals the target exactly."""
     if not pairs:
         raise ValueError("pairs must hold at least one pair")
+    batch_size = check_int(batch_size, "batch_size")
     correct = 0
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start : start + batch_size]

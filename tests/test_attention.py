@@ -204,7 +204,7 @@ def test_rows_sum_to_one_or_zero_and_permutation_equivariance(lq, lk, d, seed, c
     ("kwargs", "error", "match"),
     [
         ({"q": torch.randn(3, 4), "k": torch.randn(5, 3), "v": torch.randn(5, 2)}, ValueError,
-         "last dimension d_k"),
+         "same last axis d_k"),
         ({"q": torch.randn(3, 4), "k": torch.randn(5, 4), "v": torch.randn(6, 2)}, ValueError,
          "length Lk"),
         ({"q": torch.randn(4), "k": torch.randn(5, 4), "v": torch.randn(5, 2)}, ValueError,

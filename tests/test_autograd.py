@@ -217,12 +217,20 @@ def test_relu_at_zero_and_repr():
     assert repr(Value(1.5)) == "Value(data=1.5, grad=0)"
 
 
+def test_numpy_scalars_are_numbers():
+    x = Value(np.float32(1.5))
+    assert type(x.data) is float
+    for y in (x + np.float32(2.0), np.float64(2.0) + x, x * np.int64(2), x ** np.float32(2.0)):
+        assert isinstance(y, Value) and type(y.data) is float
+    assert [y.data for y in (x + np.float32(2.0), x * np.int64(2))] == [3.5, 3.0]
+
+
 def test_bad_input():
-    with pytest.raises(TypeError, match="data must be an int or float"):
+    with pytest.raises(TypeError, match="data must be a real number, got str"):
         Value("1")
-    with pytest.raises(ValueError, match="data must be finite"):
+    with pytest.raises(ValueError, match="data must be a finite number, got nan"):
         Value(math.nan)
-    with pytest.raises(TypeError, match="exponent must be an int or float"):
+    with pytest.raises(TypeError, match="exponent must be a real number, got Value"):
         Value(2.0) ** Value(2.0)
     with pytest.raises(ValueError, match="log needs a positive input"):
         Value(0.0).log()
@@ -246,5 +254,5 @@ def test_bad_input():
         Value(1.0, (2.0,), (1.0,))
     with pytest.raises(ValueError, match="one number per parent \\(1\\), got 2"):
         Value(1.0, (Value(2.0),), (1.0, 1.0))
-    with pytest.raises(TypeError, match="local_grads\\[0\\] must be an int or float, got Value"):
+    with pytest.raises(TypeError, match="local_grads\\[0\\] must be a real number, got Value"):
         Value(1.0, (Value(2.0),), (Value(1.0),))

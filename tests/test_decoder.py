@@ -209,8 +209,10 @@ def test_transformer_bad_input():
     model = layers.Transformer(11, 13, D, H, FF, 1, 1, max_len=8)
     with pytest.raises(ValueError, match="share_embeddings needs one vocabulary"):
         layers.Transformer(11, 13, D, H, FF, 1, 1, share_embeddings=True)
-    with pytest.raises(ValueError, match="src must be an int64 tensor"):
+    with pytest.raises(TypeError, match="src must be an int64 tensor of token ids, got torch.f"):
         model.encode(torch.randn(2, 3))
+    with pytest.raises(ValueError, match=r"src must have shape \(B, L\), got \(3,\)"):
+        model.encode(torch.zeros(3, dtype=torch.long))
     with pytest.raises(ValueError, match=r"tgt holds ids outside \[0, 13\)"):
         model(torch.zeros(1, 3, dtype=torch.long), torch.full((1, 2), 13))
     with pytest.raises(ValueError, match="longer than max_len=8"):

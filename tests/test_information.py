@@ -176,7 +176,7 @@ def test_bad_arguments():
         entropy([0.3, 0.3])
     with pytest.raises(ValueError, match="base must be"):
         entropy([0.5, 0.5], base=1)
-    with pytest.raises(ValueError, match="clip must lie"):
+    with pytest.raises(ValueError, match=r"clip must be in \[0, 1\)"):
         cross_entropy([0.5, 0.5], [0.5, 0.5], clip=-1.0)
     logits = np.zeros((2, 3))
     with pytest.raises(ValueError, match=r"targets must have shape \(2,\)"):

@@ -208,7 +208,7 @@ def test_cache_bytes_formula_and_published_configurations() -> None:
         (lambda m, c: m(ids_for(2, 2), (c.keys, c.values)), TypeError, "KVCache"),
         (lambda m, c: m(ids_for(2, 62), c), ValueError, "max_len=64"),
         (lambda m, c: m(ids_for(2, 3).int()), TypeError, "int64"),
-        (lambda m, c: m([[1, 2]]), TypeError, "int64"),
+        (lambda m, c: m([[1, 2]]), TypeError, "ids must be a torch.Tensor, got list"),
         (lambda m, c: m(torch.tensor([1, 2])), ValueError, r"\(B, L\)"),
         (lambda m, c: m(torch.zeros(2, 0, dtype=torch.long)), ValueError, r"\(B, L\)"),
         (lambda m, c: m(torch.tensor([[1, 13]])), ValueError, "vocab_size=13"),

@@ -250,7 +250,7 @@ def test_rms_norm_is_layer_norm_without_the_mean(d, seed, scale) -> None:
     ("call", "error", "match"),
     [
         (lambda: layers.RMSNorm(4, eps=0.0), ValueError, "eps"),
-        (lambda: layers.RMSNorm(4, eps=True), ValueError, "eps"),
+        (lambda: layers.RMSNorm(4, eps=True), TypeError, "eps must be a real number, got bool"),
         (lambda: layers.RMSNorm(0), ValueError, "d_model"),
         (lambda: layers.RMSNorm(4)(torch.randn(2, 3)), ValueError, "d_model=4"),
         (lambda: layers.RMSNorm(4)([1.0, 2.0]), TypeError, "torch.Tensor"),

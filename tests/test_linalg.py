@@ -214,9 +214,9 @@ def test_broadcast_shape_bad_input():
         linalg.broadcast_shape()
     with pytest.raises(TypeError, match="shape 1 must be a tuple of ints"):
         linalg.broadcast_shape((2,), 3)
-    with pytest.raises(TypeError, match="shape 0 must hold ints"):
+    with pytest.raises(TypeError, match=r"shape 0\[0\] must be an int, got float"):
         linalg.broadcast_shape((2.0,))
-    with pytest.raises(ValueError, match="negative size"):
+    with pytest.raises(ValueError, match=r"shape 0\[1\] must be at least 0, got -1"):
         linalg.broadcast_shape((2, -1))
 
 
@@ -284,7 +284,7 @@ def test_power_iteration_start_vector_in_the_null_space():
         ({"a": np.eye(2), "v0": [0.0, 0.0]}, ValueError, "v0 must not be the zero vector"),
         ({"a": np.eye(2), "max_iters": 0}, ValueError, "max_iters must be at least 1"),
         ({"a": np.eye(2), "max_iters": 1.5}, TypeError, "max_iters must be an int"),
-        ({"a": np.eye(2), "tol": 0.0}, ValueError, "tol must be a number in"),
+        ({"a": np.eye(2), "tol": 0.0}, ValueError, r"tol must be in \(0, 1\)"),
         ({"a": [[np.nan, 0], [0, 1]]}, ValueError, "a must hold finite"),
     ],
 )

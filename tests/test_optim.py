@@ -73,8 +73,14 @@ def test_bad_input():
         SGD([[0.0, 1.0]], lr=0.1)
     with pytest.raises(ValueError, match="lr must be a finite number >= 0"):
         Adam([p], lr=-1.0)
-    with pytest.raises(ValueError, match="betas must be two numbers"):
+    with pytest.raises(ValueError, match=r"betas\[1\] must be in \[0, 1\), got 1.0"):
         Adam([p], betas=(0.9, 1.0))
+    with pytest.raises(ValueError, match="betas must be two numbers"):
+        Adam([p], betas=(0.9, 0.99, 0.999))
+    with pytest.raises(TypeError, match=r"betas\[0\] must be a real number, got str"):
+        Adam([p], betas=("0.9", 0.999))
+    adam = Adam([p], betas=(np.float32(0.5), np.float64(0.25)))
+    assert (adam.beta1, adam.beta2) == (0.5, 0.25) and type(adam.beta1) is float
     with pytest.raises(ValueError, match="nesterov needs momentum"):
         SGD([p], lr=0.1, nesterov=True)
     opt = AdamW([p])

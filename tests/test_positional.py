@@ -93,13 +93,13 @@ def test_dot_product_depends_only_on_the_offset(d: int, k: int, p: int, q: int) 
     ("call", "error", "match"),
     [
         (lambda: positional.sinusoidal_encoding(5, 7), ValueError, "even"),
-        (lambda: positional.sinusoidal_encoding(5, 0), ValueError, "even"),
+        (lambda: positional.sinusoidal_encoding(5, 0), ValueError, "d_model must be at least 1"),
         (lambda: positional.sinusoidal_encoding(-1, 4), ValueError, "n_positions"),
         (lambda: positional.sinusoidal_encoding(2.0, 4), TypeError, "n_positions"),
         (lambda: positional.sinusoidal_encoding(3, 4.0), TypeError, "d_model"),
         (lambda: positional.sinusoidal_encoding(3, 4, base=1.0), ValueError, "base"),
         (lambda: positional.relative_position_matrix(1, 5), ValueError, "even"),
-        (lambda: positional.relative_position_matrix(np.inf, 4), ValueError, "finite"),
+        (lambda: positional.relative_position_matrix(np.inf, 4), ValueError, "k must be a finite"),
         (lambda: positional.relative_position_matrix("1", 4), TypeError, "k must"),
     ],
 )

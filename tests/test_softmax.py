@@ -118,7 +118,7 @@ def test_keepdims():
         ([1.0, 2j], TypeError, "real numbers"),
         (["a", "b"], TypeError, "real numbers"),
         ([[1.0, 2.0], [3.0]], ValueError, "rectangular"),
-        (3.0, ValueError, "at least one dimension"),
+        (3.0, ValueError, "axis -1 is out of range for an array with 0 dimensions"),
     ],
 )
 def test_bad_input(func, x, error, match):
@@ -132,7 +132,7 @@ def test_bad_axis_and_temperature():
     with pytest.raises(TypeError, match="axis must be an int"):
         logsumexp(np.ones(2), axis=0.5)
     for bad in (0.0, -1.0, np.inf):
-        with pytest.raises(ValueError, match="temperature must be a positive"):
+        with pytest.raises(ValueError, match="temperature must be a finite number > 0"):
             softmax([1.0, 2.0], temperature=bad)
     with pytest.raises(ValueError, match=r"\+inf"):
         softmax([1.0, np.inf])

@@ -49,7 +49,7 @@ def test_warmup_lr_bad_input():
         training.warmup_lr(0, 512, 4000)
     with pytest.raises(TypeError, match="warmup must be an int"):
         training.warmup_lr(1, 512, 40.0)
-    with pytest.raises(ValueError, match="scale must be a positive"):
+    with pytest.raises(ValueError, match="scale must be a finite number > 0, got nan"):
         training.warmup_lr(1, 512, 40, scale=float("nan"))
 
 
@@ -152,7 +152,7 @@ def test_short_training_run_lowers_the_loss(capsys):
     out, err = capsys.readouterr()
     assert "40/40" in out and err == ""
     assert all(math.isfinite(x) for x in losses)
-    with pytest.raises(ValueError, match="n_steps must be a positive int"):
+    with pytest.raises(ValueError, match="n_steps must be at least 1, got 0"):
         training.train(model, [], opt, 0)
     with pytest.raises(ValueError, match="yielded no batch"):
         training.train(model, [], opt, 1, progress=False)

@@ -3,7 +3,8 @@
 #   make test       unit tests + every notebook executed by nbval, outputs compared, then the
 #                   notebooks again at a lower SIMD level, and every notebook run as on Colab
 #   make notebooks  re-execute every notebook in place from a fresh kernel (refreshes outputs)
-#   make lint       ruff over the package, tests, tools, benchmarks and notebooks
+#   make lint       ruff over the package, tests, tools, benchmarks and notebooks; mypy over
+#                   the package
 #   make explore    the property tests with fresh random examples (make test's are fixed)
 #   make gpu-check  on a CUDA machine: GPU tests, notebook 16 and the benchmark on the GPU
 # CONSTRAINTS=path pins versions (CI uses .ci/constraints.txt); JOBS sets pytest-xdist workers.
@@ -81,6 +82,7 @@ gpu-check: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check course_utils tests tools benchmarks notebooks
+	$(BIN)/mypy
 
 sync: $(STAMP)
 	$(BIN)/python tools/notebooks.py sync

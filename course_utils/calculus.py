@@ -82,7 +82,7 @@ def gradient_check(
     if analytic.shape != x.shape:
         raise ValueError(f"grad(x) must have the shape of x {x.shape}, got {analytic.shape}")
     numeric = numerical_gradient(f, x, h)
-    scale = max(np.linalg.norm(analytic) + np.linalg.norm(numeric), 1e-12)
+    scale = max(float(np.linalg.norm(analytic) + np.linalg.norm(numeric)), 1e-12)
     return float(np.linalg.norm(analytic - numeric) / scale)
 
 

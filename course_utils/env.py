@@ -149,8 +149,9 @@ def environment_report() -> dict[str, str]:
     import torch
 
     device = pick_device()
-    if device == "cuda":
-        major, minor = cuda_capability()
+    capability = cuda_capability()
+    if device == "cuda" and capability is not None:
+        major, minor = capability
         device = f"cuda ({torch.cuda.get_device_name(0)}, compute capability {major}.{minor})"
     return {
         "python": platform.python_version(),

@@ -225,9 +225,9 @@ class DecoderLM(nn.Module):
         if config.tie_embeddings:
             self.output.weight = self.embed.weight
 
-    def _check(self, ids: object, cache: object) -> int:
+    def _check(self, value: object, cache: object) -> int:
         """Validate the inputs; return the position of the first new token."""
-        check_tensor(ids, "ids", dtype=torch.long, what="tensor of token ids")
+        ids = check_tensor(value, "ids", dtype=torch.long, what="tensor of token ids")
         if ids.ndim != 2 or ids.shape[1] == 0:
             raise ValueError(f"ids must have shape (B, L) with L >= 1, got {tuple(ids.shape)}")
         if ids.min() < 0 or ids.max() >= self.config.vocab_size:

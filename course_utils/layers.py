@@ -8,6 +8,8 @@ with True = real token (PyTorch's ``src_key_padding_mask`` uses True = padding).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -32,19 +34,27 @@ __all__ = [
 _ACTIVATIONS = ("relu", "gelu", "swiglu")
 
 
-def _check_last_dim(x: object, d_model: int) -> Tensor:
-    if check_tensor(x, "x").shape[-1:] != (d_model,):
+def _check_last_dim(value: object, d_model: int) -> Tensor:
+    x = check_tensor(value, "x")
+    if x.shape[-1:] != (d_model,):
         raise ValueError(f"x must have last dimension d_model={d_model}, got shape "
                          f"{tuple(x.shape)}")
     return x
 
 
-def _copy_norm(cls: type[nn.Module], module: nn.Module, torch_type: type[nn.Module],
-               parameters: tuple[str, ...]) -> nn.Module:
-    """``cls`` built like the 1-D ``torch_type`` ``module`` (its size, ``eps``, dtype and device)
-    with ``parameters`` copied; a clear error for anything else."""
+def _torch_module(module: object, torch_type: type[nn.Module]) -> Any:
+    """``module`` if it is a ``torch_type``, else a TypeError (typed ``Any``: the attributes of
+    PyTorch's modules are dynamic)."""
     if not isinstance(module, torch_type):
         raise TypeError(f"module must be an nn.{torch_type.__name__}, got {type(module).__name__}")
+    return module
+
+
+def _copy_norm(cls: Any, module: Any, torch_type: type[nn.Module],
+               parameters: tuple[str, ...]) -> Any:
+    """``cls`` built like the 1-D ``torch_type`` ``module`` (its size, ``eps``, dtype and device)
+    with ``parameters`` copied; a clear error for anything else."""
+    module = _torch_module(module, torch_type)
     if (len(module.normalized_shape) != 1 or module.eps is None
             or any(getattr(module, name) is None for name in parameters)):
         raise ValueError(f"module must normalize one dimension, with an explicit eps and the "
@@ -75,7 +85,7 @@ class FeedForward(nn.Module):
         self.d_ff = d_ff = check_int(d_ff, "d_ff")
         self.activation = check_choice(activation, "activation", _ACTIVATIONS)
         self.linear1 = nn.Linear(d_model, d_ff)
-        self.gate = nn.Linear(d_model, d_ff) if activation == "swiglu" else None
+        self.gate: nn.Linear | None = nn.Linear(d_model, d_ff) if activation == "swiglu" else None
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(check_real(dropout, "dropout", low=0, high=1, high_open=True))
 
@@ -86,6 +96,7 @@ class FeedForward(nn.Module):
         elif self.activation == "gelu":
             hidden = F.gelu(self.linear1(x))
         else:
+            assert self.gate is not None  # built for "swiglu"
             hidden = F.silu(self.gate(x)) * self.linear1(x)
         return self.linear2(self.dropout(hidden))
 
@@ -141,23 +152,24 @@ class RMSNorm(nn.Module):
         return _copy_norm(cls, module, nn.RMSNorm, ("weight",))
 
 
-def _check_padding_mask(mask: object, shape: tuple[int, ...], name: str) -> Tensor | None:
-    if mask is None:
+def _check_padding_mask(value: object, shape: tuple[int, ...], name: str) -> Tensor | None:
+    if value is None:
         return None
-    check_tensor(mask, name, dtype=torch.bool, what="tensor (True = real token)")
+    mask = check_tensor(value, name, dtype=torch.bool, what="tensor (True = real token)")
     if tuple(mask.shape) != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(mask.shape)}")
     return mask
 
 
-def _check_sequence(x: object, d_model: int, name: str) -> Tensor:
-    if check_tensor(x, name).ndim != 3 or x.shape[-1] != d_model:
+def _check_sequence(value: object, d_model: int, name: str) -> Tensor:
+    x = check_tensor(value, name)
+    if x.ndim != 3 or x.shape[-1] != d_model:
         raise ValueError(f"{name} must be a tensor of shape (B, L, d_model={d_model}), got "
                          f"{tuple(x.shape)}")
     return x
 
 
-def _copy_feed_forward(feed_forward: FeedForward, module: nn.Module) -> None:
+def _copy_feed_forward(feed_forward: FeedForward, module: Any) -> None:
     """Copy a PyTorch layer's ``linear1`` and ``linear2`` (weights and biases) into ours."""
     with torch.no_grad():
         for mine, theirs in ((feed_forward.linear1, module.linear1),
@@ -166,11 +178,10 @@ def _copy_feed_forward(feed_forward: FeedForward, module: nn.Module) -> None:
             mine.bias.copy_(theirs.bias)
 
 
-def _check_torch_layer(module: nn.Module, torch_type: type[nn.Module]) -> str:
+def _check_torch_layer(module: Any, torch_type: type[nn.Module]) -> str:
     """What ``from_torch`` can copy: a batch-first ``torch_type`` with biases and an exact ReLU or
     GELU activation (function or module). Returns the activation's name."""
-    if not isinstance(module, torch_type):
-        raise TypeError(f"module must be an nn.{torch_type.__name__}, got {type(module).__name__}")
+    module = _torch_module(module, torch_type)
     if not module.self_attn.batch_first:
         raise ValueError("module must be built with batch_first=True")
     act = module.activation
@@ -363,7 +374,7 @@ class _LayerStack(nn.Module):
     """``n_layers`` copies of ``layer_type``, then a final :class:`LayerNorm` when ``final_norm``
     (default: only for pre-LN, whose last residual sum is otherwise never normalized)."""
 
-    layer_type: type[nn.Module]
+    layer_type: Any  # EncoderLayer or DecoderLayer
     torch_type: type[nn.Module]
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,
@@ -378,11 +389,9 @@ class _LayerStack(nn.Module):
         self.norm = LayerNorm(d_model, eps) if final_norm else None
 
     @classmethod
-    def from_torch(cls, module: nn.Module) -> _LayerStack:
+    def from_torch(cls, module: Any) -> _LayerStack:
         """A copy of the PyTorch stack (its layers and its optional final ``norm``)."""
-        if not isinstance(module, cls.torch_type):
-            name = cls.torch_type.__name__
-            raise TypeError(f"module must be an nn.{name}, got {type(module).__name__}")
+        module = _torch_module(module, cls.torch_type)
         layers = [cls.layer_type.from_torch(layer) for layer in module.layers]
         first = layers[0]
         new = cls(len(layers), first.norm1.d_model, first.self_attn.n_heads,
@@ -434,6 +443,8 @@ class Transformer(nn.Module):
     paper does with its shared vocabulary (then ``src_vocab_size == tgt_vocab_size``).
     Padding masks are (B, L) boolean, True = real token. Matrices start Xavier-uniform.
     """
+
+    positional_encoding: Tensor  # a buffer (max_len, d_model)
 
     def __init__(
         self,

@@ -186,7 +186,7 @@ def power_iteration(
     tol = check_real(tol, "tol", low=0, high=1, low_open=True, high_open=True)
     seed = check_int(seed, "seed", minimum=0)
     if v0 is None:
-        v = np.random.default_rng(seed).standard_normal(n)
+        v = np.random.default_rng(seed).standard_normal(size=(n,))
     else:
         v = real_array(v0, "v0", 1, "vector").astype(np.float64)
         if v.shape != (n,):

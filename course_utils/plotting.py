@@ -7,13 +7,15 @@ Design", 2008), which stays distinguishable under the common forms of colour bli
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 # Okabe–Ito: blue, orange, bluish green, vermillion, reddish purple, sky blue, yellow, black.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 # A perceptually uniform colour map, readable in grey scale and by colour-blind readers.
 COLORMAP = "cividis"
 
 
-def style() -> dict[str, object]:
+def style() -> dict[str, Any]:
     """The matplotlib ``rcParams`` the course sets (see :func:`use_course_style`)."""
     from cycler import cycler
 
@@ -31,7 +33,7 @@ def use_course_style() -> None:
     """Apply :func:`style` to matplotlib for the rest of the session."""
     import matplotlib
 
-    matplotlib.rcParams.update(style())
+    matplotlib.rcParams.update(cast(Any, style()))  # the keys are typed as literals
 
 
 def text_color(value: float, vmin: float, vmax: float, cmap: str = COLORMAP) -> str:

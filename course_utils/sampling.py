@@ -33,8 +33,9 @@ def check_filters(top_k: int | None, top_p: float | None) -> tuple[int | None, f
     return top_k, top_p
 
 
-def _check_logits(logits: object) -> Tensor:
-    if check_tensor(logits, "logits").ndim < 1 or logits.shape[-1] == 0:
+def _check_logits(value: object) -> Tensor:
+    logits = check_tensor(value, "logits")
+    if logits.ndim < 1 or logits.shape[-1] == 0:
         raise ValueError(f"logits must have shape (..., V) with V >= 1, got {tuple(logits.shape)}")
     if torch.isnan(logits).any() or torch.isposinf(logits).any():
         raise ValueError("logits must not hold NaN or +inf (-inf marks an impossible token)")

@@ -42,8 +42,8 @@ def _count(array: np.ndarray, axis: int | None) -> tuple[int | None, int]:
     return axis, array.shape[axis]
 
 
-def _result(value: np.ndarray) -> float | np.ndarray:
-    return float(value) if value.ndim == 0 else value
+def _result(value: np.ndarray | np.floating) -> float | np.ndarray:
+    return float(value) if np.ndim(value) == 0 else np.asarray(value)
 
 
 def mean(x: ArrayLike, axis: int | None = None) -> float | np.ndarray:

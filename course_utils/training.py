@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +23,9 @@ from torch import nn
 
 from course_utils.data import Batch, Vocabulary
 from course_utils.validation import check_int, check_real, check_tensor
+
+if TYPE_CHECKING:
+    from course_utils.layers import Transformer
 
 
 def warmup_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
@@ -170,7 +173,7 @@ def train(
 
 @torch.no_grad()
 def greedy_decode(
-    model: nn.Module,
+    model: Transformer,
     src: torch.Tensor,
     src_padding_mask: torch.Tensor,
     bos_id: int,
@@ -211,7 +214,7 @@ def greedy_decode(
     return out
 
 
-def translate(model: nn.Module, sentences: list[str], vocab: Vocabulary,
+def translate(model: Transformer, sentences: list[str], vocab: Vocabulary,
               max_len: int = 20) -> list[str]:
     """Greedy translations of ``sentences`` (source side encoded with a trailing ``<eos>``)."""
     if not sentences:
@@ -225,7 +228,7 @@ def translate(model: nn.Module, sentences: list[str], vocab: Vocabulary,
     return [vocab.decode(row) for row in ids.cpu()]
 
 
-def exact_match(model: nn.Module, pairs: list[tuple[str, str]], vocab: Vocabulary, *,
+def exact_match(model: Transformer, pairs: list[tuple[str, str]], vocab: Vocabulary, *,
                 batch_size: int = 500, max_len: int = 20) -> float:
     """Fraction of ``(source, target)`` pairs whose greedy translation equals the target exactly."""
     if not pairs:

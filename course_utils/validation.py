@@ -12,13 +12,15 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 if TYPE_CHECKING:
     import torch
+
+T = TypeVar("T")
 
 
 def _a(noun: str) -> str:
@@ -81,14 +83,15 @@ def check_bool(value: object, name: str) -> bool:
     return bool(value)
 
 
-def check_choice(value: object, name: str, choices: Sequence[object]) -> object:
+def check_choice(value: object, name: str, choices: Sequence[T]) -> T:
     """``value`` if it is one of ``choices``: ``TypeError`` if its type is none of theirs,
     ``ValueError`` if it is not among them."""
     if not any(isinstance(value, type(choice)) for choice in choices):
         raise TypeError(f"{name} must be one of {tuple(choices)}, got {type(value).__name__}")
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
-    return value
+    for choice in choices:
+        if value == choice:
+            return choice
+    raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
 
 
 def check_axis(axis: object, ndim: int, name: str = "axis") -> int:
@@ -185,8 +188,7 @@ def check_qkv(q: object, k: object, v: object, scale: object) -> tuple[int, int,
     Returns ``Lq``, ``Lk``, ``d`` and the scale: ``scale`` (a positive finite real) or, for
     ``None``, ``1/√d``.
     """
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        check_tensor(t, name, min_ndim=2)
+    q, k, v = (check_tensor(t, name, min_ndim=2) for name, t in (("q", q), ("k", k), ("v", v)))
     if not q.dtype == k.dtype == v.dtype:
         raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
     if not q.device == k.device == v.device:

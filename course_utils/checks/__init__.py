@@ -177,7 +177,7 @@ def _short(array: np.ndarray) -> str:
         return _one_line(np.array2string(array, separator=", "))
 
 
-def _index(index: tuple[int, ...]) -> str:
+def _index(index: tuple[int | np.integer, ...]) -> str:
     return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
@@ -304,8 +304,10 @@ def _argument_name(func: Callable, key: int | str) -> str:
 
 def _changed_argument(func: Callable, case: Case, args: tuple, kwargs: dict) -> str | None:
     """The message for the first argument (array, tensor, list, dict) ``func`` changed in place."""
-    before = {**dict(enumerate(case.args)), **case.kwargs}
-    after = {**dict(enumerate(args)), **kwargs}
+    before: dict[int | str, Any] = {**dict(enumerate(case.args))}
+    before.update(case.kwargs)
+    after: dict[int | str, Any] = {**dict(enumerate(args))}
+    after.update(kwargs)
     for key, original in before.items():
         mutable = isinstance(original, (list, dict, set, np.ndarray)) or _is_tensor(original)
         if mutable and compare(after[key], original, rtol=0, atol=0) is not None:
@@ -338,7 +340,7 @@ def check_function(
         raise TypeError(f"func must be a function, got {type(func).__name__}")
     if not cases:
         raise ValueError("cases must hold at least one Case")
-    name = name or getattr(func, "__name__", "function")
+    name = str(name or getattr(func, "__name__", "function"))
     results: list[CaseResult] = []
     for number, case in enumerate(cases, 1):
         label = case.label or f"case {number}"

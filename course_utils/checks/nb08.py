@@ -76,6 +76,7 @@ def _linear_backward(x: np.ndarray, w: np.ndarray,
     tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
     tw = torch.tensor(w, dtype=torch.float64, requires_grad=True)
     (tx @ tw).backward(torch.tensor(grad_y, dtype=torch.float64))
+    assert tx.grad is not None and tw.grad is not None
     return tx.grad.numpy(), tw.grad.numpy()
 
 

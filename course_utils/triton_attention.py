@@ -80,7 +80,7 @@ def supported_dtypes(capability: tuple[int, int] | None) -> tuple[torch.dtype, .
     interpreter, where bfloat16 is computed in float32)."""
     if capability is not None and tuple(capability) < MIN_CAPABILITY:
         return ()
-    dtypes = (torch.float32, torch.float16)
+    dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float16)
     if capability is None or supports_bfloat16(capability):
         dtypes += (torch.bfloat16,)
     return dtypes

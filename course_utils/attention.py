@@ -5,7 +5,9 @@ Conventions used everywhere in the course:
 * **Boolean masks, True = attend.** A mask entry ``mask[..., i, j]`` says whether query ``i``
   may look at key ``j``. (``torch.nn.functional.scaled_dot_product_attention`` uses the same
   meaning for a boolean ``attn_mask``; ``torch.nn.MultiheadAttention`` and
-  ``nn.TransformerEncoderLayer`` use the *opposite*: True there means "masked out".)
+  ``nn.TransformerEncoderLayer`` use the *opposite*: True there means "masked out".) So that no
+  parameter here shares a PyTorch name with the opposite meaning, :class:`MultiHeadAttention`
+  takes ``key_mask`` (PyTorch: ``key_padding_mask``) and ``mask`` (PyTorch: ``attn_mask``).
 * **Causal masks are aligned bottom-right**: with ``lq`` queries and ``lk`` keys, query ``i``
   sees keys ``j <= i + lk - lq`` — the last query sees every key, as when new queries are
   appended after ``lk - lq`` cached ones (``torch.nn.attention.bias.causal_lower_right``,
@@ -47,7 +49,8 @@ def causal_mask(lq: int, lk: int, device: torch.device | str | None = None) -> T
 def padding_mask(lengths: Tensor | list[int], max_len: int | None = None) -> Tensor:
     """Boolean ``(B, max_len)`` mask, True = real token: ``mask[b, j] = j < lengths[b]``.
 
-    ``max_len`` defaults to the longest length. Use it as ``key_padding_mask`` (True = attend).
+    ``max_len`` defaults to the longest length. Use it as ``key_mask`` of
+    :class:`MultiHeadAttention` (True = attend); PyTorch's ``key_padding_mask`` is ``~`` of it.
     """
     lengths = torch.as_tensor(lengths)
     if lengths.ndim != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
@@ -201,16 +204,18 @@ class MultiHeadAttention(nn.Module):
         query: Tensor,
         key: Tensor,
         value: Tensor,
-        key_padding_mask: Tensor | None = None,
-        attn_mask: Tensor | None = None,
+        key_mask: Tensor | None = None,
+        mask: Tensor | None = None,
         causal: bool = False,
     ) -> tuple[Tensor, Tensor]:
         """Attend from ``query`` ``(B, Lq, d_model)`` to ``key``/``value`` ``(B, Lk, d_model)``.
 
-        ``key_padding_mask``: boolean ``(B, Lk)``, True = real key. ``attn_mask``: boolean
-        ``(Lq, Lk)``, ``(B, Lq, Lk)`` or ``(B, h, Lq, Lk)``, True = attend. ``causal`` adds the
-        bottom-right causal mask. Returns ``out`` ``(B, Lq, d_model)`` and the per-head weights
-        ``(B, h, Lq, Lk)``.
+        Both masks are boolean with **True = attend**. ``key_mask``: ``(B, Lk)``, True = a real
+        key (:func:`padding_mask`); PyTorch's ``key_padding_mask`` is the opposite (True =
+        padding), hence the different name. ``mask``: ``(Lq, Lk)``, ``(B, Lq, Lk)`` or
+        ``(B, h, Lq, Lk)``, True = query i may attend to key j; ``nn.MultiheadAttention``'s
+        boolean ``attn_mask`` is the opposite. ``causal`` adds the bottom-right causal mask.
+        Returns ``out`` ``(B, Lq, d_model)`` and the per-head weights ``(B, h, Lq, Lk)``.
         """
         for name, t in (("query", query), ("key", key), ("value", value)):
             check_tensor(t, name)
@@ -224,29 +229,29 @@ class MultiHeadAttention(nn.Module):
         if key.shape[0] != b:
             raise ValueError(f"query and key must have the same batch size, got {b} and "
                              f"{key.shape[0]}")
-        mask = None
-        if key_padding_mask is not None:
-            check_tensor(key_padding_mask, "key_padding_mask", dtype=torch.bool,
-                         what="tensor (True = real key)")
-            if key_padding_mask.shape != (b, lk):
-                raise ValueError(f"key_padding_mask must have shape (B, Lk) = {(b, lk)}, got "
-                                 f"{tuple(key_padding_mask.shape)}")
-            mask = key_padding_mask[:, None, None, :]
-        if attn_mask is not None:
-            check_tensor(attn_mask, "attn_mask", dtype=torch.bool, what="tensor (True = attend)")
+        combined = None
+        if key_mask is not None:
+            check_tensor(key_mask, "key_mask", dtype=torch.bool, what="tensor (True = real key)")
+            if key_mask.shape != (b, lk):
+                raise ValueError(f"key_mask must have shape (B, Lk) = {(b, lk)}, got "
+                                 f"{tuple(key_mask.shape)}")
+            combined = key_mask[:, None, None, :]
+        if mask is not None:
+            check_tensor(mask, "mask", dtype=torch.bool, what="tensor (True = attend)")
             allowed = {2: (lq, lk), 3: (b, lq, lk), 4: (b, self.n_heads, lq, lk)}
-            if allowed.get(attn_mask.ndim) != tuple(attn_mask.shape):
-                raise ValueError(f"attn_mask must have shape (Lq, Lk), (B, Lq, Lk) or "
+            if allowed.get(mask.ndim) != tuple(mask.shape):
+                raise ValueError(f"mask must have shape (Lq, Lk), (B, Lq, Lk) or "
                                  f"(B, h, Lq, Lk) = {allowed[2]}, {allowed[3]} or {allowed[4]}, "
-                                 f"got {tuple(attn_mask.shape)}")
-            if attn_mask.ndim == 3:
-                attn_mask = attn_mask[:, None]
-            mask = attn_mask if mask is None else mask & attn_mask
+                                 f"got {tuple(mask.shape)}")
+            if mask.ndim == 3:
+                mask = mask[:, None]
+            combined = mask if combined is None else combined & mask
         q = split_heads(self.q_proj(query), self.n_heads)
         k = split_heads(self.k_proj(key), self.n_heads)
         v = split_heads(self.v_proj(value), self.n_heads)
         dropout_p = self.dropout if self.training else 0.0
-        z, weights = scaled_dot_product_attention(q, k, v, mask, causal, dropout_p=dropout_p)
+        z, weights = scaled_dot_product_attention(q, k, v, combined, causal,
+                                                  dropout_p=dropout_p)
         return self.out_proj(merge_heads(z)), weights
 
     @classmethod
@@ -255,7 +260,8 @@ class MultiHeadAttention(nn.Module):
 
         PyTorch stores W^Q, W^K, W^V stacked in one ``in_proj_weight`` of shape
         ``(3·d_model, d_model)``; they are split into ``q_proj``, ``k_proj``, ``v_proj``.
-        Remember to invert its masks: there True means "masked out".
+        Remember to invert its masks: its ``key_padding_mask`` and boolean ``attn_mask`` mean
+        True = "masked out"; pass ``~`` of them as ``key_mask`` and ``mask``.
         """
         if not isinstance(module, nn.MultiheadAttention):
             raise TypeError(f"module must be an nn.MultiheadAttention, got {type(module).__name__}")

@@ -3,11 +3,17 @@ encoder and decoder layers.
 
 Every class is an ``nn.Module`` whose ``from_torch`` (where there is a PyTorch counterpart)
 copies PyTorch's weights, so the notebooks can check equal outputs. Padding masks are boolean
-with True = real token (PyTorch's ``src_key_padding_mask`` uses True = padding).
+with True = real token, i.e. True = attend (PyTorch's ``src_key_padding_mask`` uses True =
+padding); their names (``padding_mask``, ``src_padding_mask``, ...) are none of PyTorch's.
+
+The hyper-parameters of the encoder and decoder blocks and of the whole model live in one
+:class:`TransformerConfig` (as nanoGPT's ``GPTConfig``): ``EncoderLayer(config)``,
+``Encoder(config)``, ``Transformer(config)``, so a swapped pair of numbers cannot pass unnoticed.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -16,7 +22,7 @@ from torch import Tensor, nn
 
 from course_utils.attention import MultiHeadAttention
 from course_utils.positional import sinusoidal_encoding
-from course_utils.validation import check_choice, check_int, check_real, check_tensor
+from course_utils.validation import check_bool, check_choice, check_int, check_real, check_tensor
 
 __all__ = [
     "Decoder",
@@ -27,11 +33,85 @@ __all__ = [
     "LayerNorm",
     "RMSNorm",
     "Transformer",
+    "TransformerConfig",
     "count_parameters",
     "transformer_parameter_count",
 ]
 
 _ACTIVATIONS = ("relu", "gelu", "swiglu")
+_INT_FIELDS = ("d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers", "max_len")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformerConfig:
+    """The hyper-parameters of the encoder–decoder blocks and model (one place, as nanoGPT's
+    ``GPTConfig``); the defaults are the base model of "Attention Is All You Need". Every field
+    is passed by name (``TransformerConfig(d_model=32, n_heads=4, d_ff=64)``), so two numbers
+    cannot be swapped by position.
+
+    Every block reads what it needs: a layer (:class:`EncoderLayer`, :class:`DecoderLayer`)
+    ``d_model``, ``n_heads`` (dividing ``d_model``), ``d_ff``, ``dropout``, ``activation``
+    (``"relu"``, ``"gelu"`` or ``"swiglu"``), ``norm_first`` (pre-LN) and ``eps`` (LayerNorm's
+    epsilon); a stack (:class:`Encoder`, :class:`Decoder`) also ``n_encoder_layers`` or
+    ``n_decoder_layers`` and ``final_norm`` (a LayerNorm after the last layer; None: only for
+    pre-LN); :class:`Transformer` also ``src_vocab_size`` and ``tgt_vocab_size`` (None for a
+    config that builds only blocks), ``share_embeddings`` (one matrix for both embeddings and the
+    output projection: then the two vocabularies are equal) and ``max_len`` (the longest
+    sequence, the size of the positional table).
+    """
+
+    d_model: int = 512
+    n_heads: int = 8
+    d_ff: int = 2048
+    dropout: float = 0.1
+    activation: str = "relu"
+    norm_first: bool = False
+    eps: float = 1e-5
+    n_encoder_layers: int = 6
+    n_decoder_layers: int = 6
+    final_norm: bool | None = None
+    src_vocab_size: int | None = None
+    tgt_vocab_size: int | None = None
+    share_embeddings: bool = False
+    max_len: int = 512
+
+    def __post_init__(self) -> None:
+        def normalize(name: str, value: object) -> None:
+            object.__setattr__(self, name, value)
+
+        for name in _INT_FIELDS:  # NumPy scalars become Python numbers
+            normalize(name, check_int(getattr(self, name), name))
+        for name in ("src_vocab_size", "tgt_vocab_size"):
+            if getattr(self, name) is not None:
+                normalize(name, check_int(getattr(self, name), name))
+        normalize("dropout", check_real(self.dropout, "dropout", low=0, high=1, high_open=True))
+        normalize("eps", check_real(self.eps, "eps", low=0, low_open=True))
+        normalize("activation", check_choice(self.activation, "activation", _ACTIVATIONS))
+        for name in ("norm_first", "share_embeddings"):
+            normalize(name, check_bool(getattr(self, name), name))
+        if self.final_norm is not None:
+            normalize("final_norm", check_bool(self.final_norm, "final_norm"))
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError("share_embeddings needs one vocabulary: src_vocab_size="
+                             f"{self.src_vocab_size} differs from tgt_vocab_size="
+                             f"{self.tgt_vocab_size}")
+
+
+def _check_config(config: object) -> TransformerConfig:
+    if not isinstance(config, TransformerConfig):
+        raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
+    return config
+
+
+def _config_from_torch(module: Any, activation: str) -> TransformerConfig:
+    """The layer fields of a PyTorch encoder or decoder layer (``_check_torch_layer`` first)."""
+    return TransformerConfig(
+        d_model=module.self_attn.embed_dim, n_heads=module.self_attn.num_heads,
+        d_ff=module.linear1.out_features, dropout=module.dropout.p, activation=activation,
+        norm_first=module.norm_first, eps=module.norm1.eps,
+    )
 
 
 def _check_last_dim(value: object, d_model: int) -> Tensor:
@@ -210,31 +290,23 @@ class EncoderLayer(nn.Module):
     ``forward(x, padding_mask)``: ``x`` ``(B, N, d_model)``; ``padding_mask`` boolean ``(B, N)``,
     True = real token (padding keys get no attention; padded positions still get an output,
     which later layers ignore). Dropout (attention weights, FFN hidden, both residual branches)
-    is active only in training mode.
+    is active only in training mode. ``config``: a :class:`TransformerConfig` (its layer fields
+    ``d_model``, ``n_heads``, ``d_ff``, ``dropout``, ``activation``, ``norm_first``, ``eps``).
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        activation: str = "relu",
-        norm_first: bool = False,
-        eps: float = 1e-5,
-    ):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        dropout = check_real(dropout, "dropout", low=0, high=1, high_open=True)
-        self.norm_first = bool(norm_first)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, activation, dropout)
-        self.norm1 = LayerNorm(d_model, eps)
-        self.norm2 = LayerNorm(d_model, eps)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
+        self.config = c = _check_config(config)
+        self.norm_first = c.norm_first
+        self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, dropout=c.dropout)
+        self.feed_forward = FeedForward(c.d_model, c.d_ff, c.activation, c.dropout)
+        self.norm1 = LayerNorm(c.d_model, c.eps)
+        self.norm2 = LayerNorm(c.d_model, c.eps)
+        self.dropout1 = nn.Dropout(c.dropout)
+        self.dropout2 = nn.Dropout(c.dropout)
 
     def _attend(self, x: Tensor, padding_mask: Tensor | None) -> Tensor:
-        return self.dropout1(self.self_attn(x, x, x, key_padding_mask=padding_mask)[0])
+        return self.dropout1(self.self_attn(x, x, x, key_mask=padding_mask)[0])
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         x = _check_sequence(x, self.norm1.d_model, "x")
@@ -252,11 +324,8 @@ class EncoderLayer(nn.Module):
         Its ``src_key_padding_mask`` means True = padding; pass ``~mask`` to this layer.
         """
         activation = _check_torch_layer(module, nn.TransformerEncoderLayer)
-        attn = MultiHeadAttention.from_torch(module.self_attn)
-        new = cls(attn.d_model, attn.n_heads, module.linear1.out_features, module.dropout.p,
-                  activation, module.norm_first, module.norm1.eps)
-        new = new.to(module.linear1.weight)
-        new.self_attn = attn
+        new = cls(_config_from_torch(module, activation)).to(module.linear1.weight)
+        new.self_attn = MultiHeadAttention.from_torch(module.self_attn)
         new.norm1 = LayerNorm.from_torch(module.norm1)
         new.norm2 = LayerNorm.from_torch(module.norm2)
         _copy_feed_forward(new.feed_forward, module)
@@ -284,41 +353,34 @@ class DecoderLayer(nn.Module):
     ``(B, T)`` and ``(B, S)`` boolean with True = real token. ``causal`` (default on) lets
     position t see target positions ≤ t only. After each call the per-head attention weights
     are kept (detached) in ``self_attention_weights`` ``(B, h, T, T)`` and
-    ``cross_attention_weights`` ``(B, h, T, S)`` for plotting.
+    ``cross_attention_weights`` ``(B, h, T, S)`` for plotting. ``config``: a
+    :class:`TransformerConfig` (its layer fields, as for :class:`EncoderLayer`).
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        activation: str = "relu",
-        norm_first: bool = False,
-        eps: float = 1e-5,
-    ):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        dropout = check_real(dropout, "dropout", low=0, high=1, high_open=True)
-        self.norm_first = bool(norm_first)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, activation, dropout)
-        self.norm1 = LayerNorm(d_model, eps)
-        self.norm2 = LayerNorm(d_model, eps)
-        self.norm3 = LayerNorm(d_model, eps)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
-        self.dropout3 = nn.Dropout(dropout)
+        self.config = c = _check_config(config)
+        self.norm_first = c.norm_first
+        self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, dropout=c.dropout)
+        self.cross_attn = MultiHeadAttention(c.d_model, c.n_heads, dropout=c.dropout)
+        self.feed_forward = FeedForward(c.d_model, c.d_ff, c.activation, c.dropout)
+        self.norm1 = LayerNorm(c.d_model, c.eps)
+        self.norm2 = LayerNorm(c.d_model, c.eps)
+        self.norm3 = LayerNorm(c.d_model, c.eps)
+        self.dropout1 = nn.Dropout(c.dropout)
+        self.dropout2 = nn.Dropout(c.dropout)
+        self.dropout3 = nn.Dropout(c.dropout)
         self.self_attention_weights: Tensor | None = None
         self.cross_attention_weights: Tensor | None = None
 
     def _self_block(self, x: Tensor, padding_mask: Tensor | None, causal: bool) -> Tensor:
-        out, weights = self.self_attn(x, x, x, key_padding_mask=padding_mask, causal=causal)
+        out, weights = self.self_attn(x, x, x, key_mask=padding_mask, causal=causal)
         self.self_attention_weights = weights.detach()
         return self.dropout1(out)
 
-    def _cross_block(self, x: Tensor, memory: Tensor, memory_mask: Tensor | None) -> Tensor:
-        out, weights = self.cross_attn(x, memory, memory, key_padding_mask=memory_mask)
+    def _cross_block(self, x: Tensor, memory: Tensor,
+                     memory_padding_mask: Tensor | None) -> Tensor:
+        out, weights = self.cross_attn(x, memory, memory, key_mask=memory_padding_mask)
         self.cross_attention_weights = weights.detach()
         return self.dropout2(out)
 
@@ -356,11 +418,8 @@ class DecoderLayer(nn.Module):
         ``nn.Transformer.generate_square_subsequent_mask(T)`` (−inf above the diagonal).
         """
         activation = _check_torch_layer(module, nn.TransformerDecoderLayer)
-        self_attn = MultiHeadAttention.from_torch(module.self_attn)
-        new = cls(self_attn.d_model, self_attn.n_heads, module.linear1.out_features,
-                  module.dropout.p, activation, module.norm_first, module.norm1.eps)
-        new = new.to(module.linear1.weight)
-        new.self_attn = self_attn
+        new = cls(_config_from_torch(module, activation)).to(module.linear1.weight)
+        new.self_attn = MultiHeadAttention.from_torch(module.self_attn)
         new.cross_attn = MultiHeadAttention.from_torch(module.multihead_attn)
         new.norm1 = LayerNorm.from_torch(module.norm1)
         new.norm2 = LayerNorm.from_torch(module.norm2)
@@ -371,22 +430,21 @@ class DecoderLayer(nn.Module):
 
 
 class _LayerStack(nn.Module):
-    """``n_layers`` copies of ``layer_type``, then a final :class:`LayerNorm` when ``final_norm``
-    (default: only for pre-LN, whose last residual sum is otherwise never normalized)."""
+    """``config.<n_layers_field>`` copies of ``layer_type``, then a final :class:`LayerNorm` when
+    ``config.final_norm`` (None, the default: only for pre-LN, whose last residual sum is
+    otherwise never normalized)."""
 
     layer_type: Any  # EncoderLayer or DecoderLayer
     torch_type: type[nn.Module]
+    n_layers_field: str  # "n_encoder_layers" or "n_decoder_layers"
 
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,
-                 dropout: float = 0.0, activation: str = "relu", norm_first: bool = False,
-                 eps: float = 1e-5, final_norm: bool | None = None):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.layers = nn.ModuleList(
-            self.layer_type(d_model, n_heads, d_ff, dropout, activation, norm_first, eps)
-            for _ in range(check_int(n_layers, "n_layers"))
-        )
-        final_norm = norm_first if final_norm is None else final_norm
-        self.norm = LayerNorm(d_model, eps) if final_norm else None
+        self.config = c = _check_config(config)
+        n_layers = getattr(c, self.n_layers_field)
+        self.layers = nn.ModuleList(self.layer_type(c) for _ in range(n_layers))
+        final_norm = c.norm_first if c.final_norm is None else c.final_norm
+        self.norm = LayerNorm(c.d_model, c.eps) if final_norm else None
 
     @classmethod
     def from_torch(cls, module: Any) -> _LayerStack:
@@ -394,8 +452,9 @@ class _LayerStack(nn.Module):
         module = _torch_module(module, cls.torch_type)
         layers = [cls.layer_type.from_torch(layer) for layer in module.layers]
         first = layers[0]
-        new = cls(len(layers), first.norm1.d_model, first.self_attn.n_heads,
-                  first.feed_forward.d_ff, final_norm=module.norm is not None)
+        config = replace(first.config, **{cls.n_layers_field: len(layers)},
+                         final_norm=module.norm is not None)
+        new = cls(config)
         new.layers = nn.ModuleList(layers)
         if module.norm is not None:
             new.norm = LayerNorm.from_torch(module.norm)
@@ -403,12 +462,13 @@ class _LayerStack(nn.Module):
 
 
 class Encoder(_LayerStack):
-    """A stack of :class:`EncoderLayer` s (see :class:`_LayerStack`); ``from_torch`` copies an
-    ``nn.TransformerEncoder``.
+    """A stack of ``config.n_encoder_layers`` :class:`EncoderLayer` s (see :class:`_LayerStack`);
+    ``from_torch`` copies an ``nn.TransformerEncoder``.
     ``forward(x, padding_mask)``: ``(B, S, d_model) -> (B, S, d_model)``."""
 
     layer_type = EncoderLayer
     torch_type = nn.TransformerEncoder
+    n_layers_field = "n_encoder_layers"
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         for layer in self.layers:
@@ -417,13 +477,14 @@ class Encoder(_LayerStack):
 
 
 class Decoder(_LayerStack):
-    """A stack of causal :class:`DecoderLayer` s (see :class:`_LayerStack`); ``from_torch`` copies
-    an ``nn.TransformerDecoder``.
+    """A stack of ``config.n_decoder_layers`` causal :class:`DecoderLayer` s (see
+    :class:`_LayerStack`); ``from_torch`` copies an ``nn.TransformerDecoder``.
     ``forward(x, memory, tgt_padding_mask, memory_padding_mask)``: ``(B, T, d_model)`` and
     ``(B, S, d_model) -> (B, T, d_model)``."""
 
     layer_type = DecoderLayer
     torch_type = nn.TransformerDecoder
+    n_layers_field = "n_decoder_layers"
 
     def forward(self, x: Tensor, memory: Tensor, tgt_padding_mask: Tensor | None = None,
                 memory_padding_mask: Tensor | None = None) -> Tensor:
@@ -442,50 +503,34 @@ class Transformer(nn.Module):
     (V, d) for the source embedding, the target embedding and the output projection, as the
     paper does with its shared vocabulary (then ``src_vocab_size == tgt_vocab_size``).
     Padding masks are (B, L) boolean, True = real token. Matrices start Xavier-uniform.
+    ``config``: a :class:`TransformerConfig` with ``src_vocab_size`` and ``tgt_vocab_size`` set;
+    ``TransformerConfig(src_vocab_size=V, tgt_vocab_size=V)`` is the paper's base model.
     """
 
     positional_encoding: Tensor  # a buffer (max_len, d_model)
 
-    def __init__(
-        self,
-        src_vocab_size: int,
-        tgt_vocab_size: int,
-        d_model: int = 512,
-        n_heads: int = 8,
-        d_ff: int = 2048,
-        n_encoder_layers: int = 6,
-        n_decoder_layers: int = 6,
-        dropout: float = 0.1,
-        activation: str = "relu",
-        norm_first: bool = False,
-        share_embeddings: bool = False,
-        max_len: int = 512,
-        eps: float = 1e-5,
-    ):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        src_vocab_size = check_int(src_vocab_size, "src_vocab_size")
-        tgt_vocab_size = check_int(tgt_vocab_size, "tgt_vocab_size")
-        if share_embeddings and src_vocab_size != tgt_vocab_size:
-            raise ValueError("share_embeddings needs one vocabulary: src_vocab_size="
-                             f"{src_vocab_size} differs from tgt_vocab_size={tgt_vocab_size}")
-        self.d_model = d_model = check_int(d_model, "d_model")
-        self.share_embeddings = share_embeddings
-        self.src_embed = nn.Embedding(src_vocab_size, d_model)
-        self.tgt_embed = self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size,
-                                                                              d_model)
-        self.encoder = Encoder(check_int(n_encoder_layers, "n_encoder_layers"), d_model, n_heads,
-                               d_ff, dropout, activation, norm_first, eps)
-        self.decoder = Decoder(check_int(n_decoder_layers, "n_decoder_layers"), d_model, n_heads,
-                               d_ff, dropout, activation, norm_first, eps)
-        self.output = nn.Linear(d_model, tgt_vocab_size, bias=False)
-        self.dropout = nn.Dropout(check_real(dropout, "dropout", low=0, high=1, high_open=True))
-        pe = torch.as_tensor(sinusoidal_encoding(check_int(max_len, "max_len"), d_model),
+        self.config = c = _check_config(config)
+        if c.src_vocab_size is None or c.tgt_vocab_size is None:
+            raise ValueError("a Transformer needs config.src_vocab_size and "
+                             "config.tgt_vocab_size")
+        self.d_model = d_model = c.d_model
+        self.share_embeddings = c.share_embeddings
+        self.src_embed = nn.Embedding(c.src_vocab_size, d_model)
+        self.tgt_embed = self.src_embed if c.share_embeddings else nn.Embedding(c.tgt_vocab_size,
+                                                                                d_model)
+        self.encoder = Encoder(c)
+        self.decoder = Decoder(c)
+        self.output = nn.Linear(d_model, c.tgt_vocab_size, bias=False)
+        self.dropout = nn.Dropout(c.dropout)
+        pe = torch.as_tensor(sinusoidal_encoding(c.max_len, d_model),
                              dtype=torch.get_default_dtype())
         self.register_buffer("positional_encoding", pe, persistent=False)
         for p in self.parameters():
             if p.ndim > 1:
                 nn.init.xavier_uniform_(p)
-        if share_embeddings:
+        if c.share_embeddings:
             self.output.weight = self.tgt_embed.weight
 
     def _embed(self, ids: Tensor, table: nn.Embedding, name: str) -> Tensor:
@@ -525,38 +570,27 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def transformer_parameter_count(
-    src_vocab_size: int,
-    tgt_vocab_size: int,
-    d_model: int,
-    d_ff: int,
-    n_encoder_layers: int,
-    n_decoder_layers: int,
-    *,
-    share_embeddings: bool = False,
-    activation: str = "relu",
-    norm_first: bool = False,
-) -> int:
-    """The closed-form parameter count of :class:`Transformer` (it does not depend on n_heads)::
+def transformer_parameter_count(config: TransformerConfig) -> int:
+    """The closed-form parameter count of ``Transformer(config)`` (it does not depend on
+    ``n_heads``)::
 
         attention  A = 4·d² + 4·d                 (W^Q, W^K, W^V, W^O and their biases)
         FFN        F = 2·d·d_ff + d_ff + d        (SwiGLU: 3·d·d_ff + 2·d_ff + d)
         LayerNorm  L = 2·d                        (γ and β)
         encoder layer = A + F + 2L,   decoder layer = 2A + F + 3L
         embeddings = V·d when shared, else V_src·d + V_tgt·d (embedding) + V_tgt·d (output)
-        final norms = 2L for pre-LN
+        final norms = 2L with final_norm (by default for pre-LN)
     """
-    d, ff = check_int(d_model, "d_model"), check_int(d_ff, "d_ff")
-    v_src, v_tgt = (check_int(src_vocab_size, "src_vocab_size"),
-                    check_int(tgt_vocab_size, "tgt_vocab_size"))
-    n_enc = check_int(n_encoder_layers, "n_encoder_layers")
-    n_dec = check_int(n_decoder_layers, "n_decoder_layers")
-    check_choice(activation, "activation", _ACTIVATIONS)
-    if share_embeddings and v_src != v_tgt:
-        raise ValueError("share_embeddings needs src_vocab_size == tgt_vocab_size")
+    c = _check_config(config)
+    if c.src_vocab_size is None or c.tgt_vocab_size is None:
+        raise ValueError("the count needs config.src_vocab_size and config.tgt_vocab_size")
+    d, ff = c.d_model, c.d_ff
     attention = 4 * d * d + 4 * d
-    ffn = 3 * d * ff + 2 * ff + d if activation == "swiglu" else 2 * d * ff + ff + d
+    ffn = 3 * d * ff + 2 * ff + d if c.activation == "swiglu" else 2 * d * ff + ff + d
     norm = 2 * d
-    layers = n_enc * (attention + ffn + 2 * norm) + n_dec * (2 * attention + ffn + 3 * norm)
-    embeddings = v_src * d if share_embeddings else (v_src + 2 * v_tgt) * d
-    return layers + embeddings + (2 * norm if norm_first else 0)
+    layers = (c.n_encoder_layers * (attention + ffn + 2 * norm)
+              + c.n_decoder_layers * (2 * attention + ffn + 3 * norm))
+    v_src, v_tgt = c.src_vocab_size, c.tgt_vocab_size
+    embeddings = v_src * d if c.share_embeddings else (v_src + 2 * v_tgt) * d
+    final_norm = c.norm_first if c.final_norm is None else c.final_norm
+    return layers + embeddings + (2 * norm if final_norm else 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import pytest
@@ -294,16 +295,16 @@ def test_mha_equals_pytorch(dtype, d_model, n_heads, bias) -> None:
     compare(x, x, {}, {})  # self-attention
     compare(x, mem, {}, {})  # cross-attention, Lq != Lk
     keep = attention.padding_mask([6, 4, 1], max_len=lk)
-    compare(x, mem, {"key_padding_mask": keep}, {"key_padding_mask": ~keep})
+    compare(x, mem, {"key_mask": keep}, {"key_padding_mask": ~keep})
     allowed = torch.rand(lq, lk) < 0.7
     allowed[:, 0] = True
-    compare(x, mem, {"attn_mask": allowed}, {"attn_mask": ~allowed})
+    compare(x, mem, {"mask": allowed}, {"attn_mask": ~allowed})
     per_batch = torch.rand(b, lq, lk) < 0.7
     per_batch[..., 0] = True
     per_head = per_batch.repeat_interleave(n_heads, dim=0)  # PyTorch wants (B·h, Lq, Lk)
-    compare(x, mem, {"attn_mask": per_batch}, {"attn_mask": ~per_head})
-    compare(x, mem, {"attn_mask": per_batch[:, None].expand(b, n_heads, lq, lk),
-                     "key_padding_mask": keep},
+    compare(x, mem, {"mask": per_batch}, {"attn_mask": ~per_head})
+    compare(x, mem, {"mask": per_batch[:, None].expand(b, n_heads, lq, lk),
+                     "key_mask": keep},
             {"attn_mask": ~per_head, "key_padding_mask": ~keep})
     causal = attention.causal_mask(lq, lq)
     compare(x, x, {"causal": True}, {"attn_mask": ~causal})
@@ -367,13 +368,24 @@ def test_mha_bad_inputs() -> None:
     with pytest.raises(ValueError, match="same shape"):
         mha(x, x, torch.randn(2, 4, 8))
     with pytest.raises(TypeError, match="boolean"):
-        mha(x, x, x, key_padding_mask=torch.ones(2, 3))
-    with pytest.raises(ValueError, match=r"\(B, Lk\)"):
-        mha(x, x, x, key_padding_mask=torch.ones(3, 2, dtype=torch.bool))
-    with pytest.raises(ValueError, match="attn_mask must have shape"):
-        mha(x, x, x, attn_mask=torch.ones(3, 4, dtype=torch.bool))
+        mha(x, x, x, key_mask=torch.ones(2, 3))
+    with pytest.raises(ValueError, match=r"key_mask must have shape \(B, Lk\)"):
+        mha(x, x, x, key_mask=torch.ones(3, 2, dtype=torch.bool))
+    with pytest.raises(ValueError, match="mask must have shape"):
+        mha(x, x, x, mask=torch.ones(3, 4, dtype=torch.bool))
     with pytest.raises(TypeError, match="boolean"):
-        mha(x, x, x, attn_mask=torch.zeros(3, 3))
+        mha(x, x, x, mask=torch.zeros(3, 3))
+
+
+def test_mha_has_no_parameter_named_like_pytorch_with_another_meaning() -> None:
+    # PyTorch's key_padding_mask and boolean attn_mask mean True = masked out; ours True = attend
+    params = inspect.signature(attention.MultiHeadAttention.forward).parameters
+    assert {"key_mask", "mask"} <= set(params)
+    assert not {"key_padding_mask", "attn_mask"} & set(params)
+    mha = attention.MultiHeadAttention(8, 2)
+    x = torch.randn(1, 3, 8)
+    with pytest.raises(TypeError, match="key_padding_mask"):
+        mha(x, x, x, key_padding_mask=torch.ones(1, 3, dtype=torch.bool))
 
 
 def test_scale_is_one_over_sqrt_dk() -> None:

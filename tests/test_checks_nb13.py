@@ -86,7 +86,8 @@ def decoder_layer_flops(t, s, d, d_ff, kv_length=None, cross=True, ffn_matrices=
 
 
 def decoder_layer_flops_counted(t, s, d, d_ff):
-    layer = layers.DecoderLayer(d, 1, d_ff).to("meta").eval()  # shapes only, no numbers
+    config = layers.TransformerConfig(d_model=d, n_heads=1, d_ff=d_ff)
+    layer = layers.DecoderLayer(config).to("meta").eval()  # shapes only, no numbers
     x, memory = torch.zeros(1, t, d, device="meta"), torch.zeros(1, s, d, device="meta")
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         layer(x, memory)

@@ -1,6 +1,8 @@
 """Tests for the decoder side of course_utils.layers: DecoderLayer, Encoder, Decoder,
 Transformer and the parameter count, against torch.nn's Transformer modules."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 from torch import nn
@@ -9,6 +11,7 @@ from course_utils import layers
 from course_utils.positional import sinusoidal_encoding
 
 B, T, S, D, H, FF = 3, 5, 7, 16, 4, 32
+CONFIG = layers.TransformerConfig(d_model=D, n_heads=H, d_ff=FF, dropout=0.0)
 
 
 def _torch_masks(tgt_mask, mem_mask):
@@ -54,7 +57,7 @@ def test_decoder_layer_equals_torch(norm_first, activation):
 
 def test_decoder_layer_causality_and_cross_attention_rows():
     torch.manual_seed(1)
-    layer = layers.DecoderLayer(D, H, FF).eval()
+    layer = layers.DecoderLayer(CONFIG).eval()
     x, memory = torch.randn(1, T, D), torch.randn(1, S, D)
     out = layer(x, memory)
     changed = x.clone()
@@ -71,7 +74,7 @@ def test_decoder_layer_causality_and_cross_attention_rows():
 
 
 def test_decoder_layer_bad_input():
-    layer = layers.DecoderLayer(D, H, FF)
+    layer = layers.DecoderLayer(CONFIG)
     with pytest.raises(ValueError, match="memory must be a tensor of shape"):
         layer(torch.randn(B, T, D), torch.randn(B, S, D + 1))
     with pytest.raises(ValueError, match="same batch size"):
@@ -168,8 +171,9 @@ def _copy_decoder_layer(mine, theirs):
 @pytest.mark.parametrize("share", [False, True])
 def test_transformer_forward_matches_reference(share):
     torch.manual_seed(3)
-    model = layers.Transformer(11, 11, D, H, FF, 2, 2, dropout=0.0, share_embeddings=share,
-                               max_len=64).eval()
+    config = replace(CONFIG, n_encoder_layers=2, n_decoder_layers=2, src_vocab_size=11,
+                     tgt_vocab_size=11, share_embeddings=share, max_len=64)
+    model = layers.Transformer(config).eval()
     src, tgt = torch.randint(0, 11, (B, S)), torch.randint(0, 11, (B, T))
     expected = _reference_forward(model, src, tgt)
     torch.testing.assert_close(model(src, tgt), expected, rtol=1e-5, atol=1e-5)
@@ -191,24 +195,33 @@ def test_transformer_forward_matches_reference(share):
     ],
 )
 def test_parameter_formula_equals_counting(kwargs, vocab):
-    model = layers.Transformer(*vocab, d_model=D, n_heads=H, d_ff=FF, n_encoder_layers=2,
-                               n_decoder_layers=3, **kwargs)
+    config = replace(CONFIG, n_encoder_layers=2, n_decoder_layers=3, src_vocab_size=vocab[0],
+                     tgt_vocab_size=vocab[1], **kwargs)
+    model = layers.Transformer(config)
     counted = sum(p.numel() for p in set(model.parameters()))
     assert layers.count_parameters(model) == counted
-    assert layers.transformer_parameter_count(*vocab, D, FF, 2, 3, **kwargs) == counted
+    assert layers.transformer_parameter_count(config) == counted
 
 
 def test_parameter_count_of_the_base_model():
     # d_model 512, d_ff 2048, 6 + 6 layers, shared 37,000-token vocabulary: 63,082,496
-    n = layers.transformer_parameter_count(37_000, 37_000, 512, 2048, 6, 6,
-                                           share_embeddings=True)
+    base = layers.TransformerConfig(src_vocab_size=37_000, tgt_vocab_size=37_000,
+                                    share_embeddings=True)
+    n = layers.transformer_parameter_count(base)
     assert n == 63_082_496
 
 
 def test_transformer_bad_input():
-    model = layers.Transformer(11, 13, D, H, FF, 1, 1, max_len=8)
+    config = replace(CONFIG, n_encoder_layers=1, n_decoder_layers=1, src_vocab_size=11,
+                     tgt_vocab_size=13, max_len=8)
+    model = layers.Transformer(config)
     with pytest.raises(ValueError, match="share_embeddings needs one vocabulary"):
-        layers.Transformer(11, 13, D, H, FF, 1, 1, share_embeddings=True)
+        replace(config, share_embeddings=True)
+    for missing in ("src_vocab_size", "tgt_vocab_size"):
+        with pytest.raises(ValueError, match="needs config.src_vocab_size and config.tgt_vo"):
+            layers.Transformer(replace(config, **{missing: None}))
+        with pytest.raises(ValueError, match="needs config.src_vocab_size and config.tgt_vo"):
+            layers.transformer_parameter_count(replace(config, **{missing: None}))
     with pytest.raises(TypeError, match="src must be an int64 tensor of token ids, got torch.f"):
         model.encode(torch.randn(2, 3))
     with pytest.raises(ValueError, match=r"src must have shape \(B, L\), got \(3,\)"):
@@ -219,8 +232,8 @@ def test_transformer_bad_input():
         model.encode(torch.zeros(1, 9, dtype=torch.long))
     with pytest.raises(TypeError, match="model must be an nn.Module"):
         layers.count_parameters([1, 2])
-    with pytest.raises(ValueError, match="activation must be one of"):
-        layers.transformer_parameter_count(5, 5, 8, 8, 1, 1, activation="tanh")
+    with pytest.raises(TypeError, match="config must be a TransformerConfig"):
+        layers.transformer_parameter_count(5)
 
 
 def test_stacks_refuse_the_wrong_torch_module() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError, replace
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,6 +15,7 @@ from course_utils import attention, layers
 
 DTYPES = [torch.float32, torch.float64]
 TOL = {torch.float32: {"rtol": 1e-5, "atol": 1e-5}, torch.float64: {"rtol": 1e-10, "atol": 1e-12}}
+SMALL = layers.TransformerConfig(d_model=8, n_heads=2, d_ff=16)
 
 
 # ----------------------------------------------------------------------------- feed-forward
@@ -162,7 +165,7 @@ def test_encoder_layer_parameter_count_and_dropout() -> None:
 
 def test_padding_does_not_change_real_tokens() -> None:
     torch.manual_seed(4)
-    layer = layers.EncoderLayer(8, 2, 16, activation="swiglu", norm_first=True).eval()
+    layer = layers.EncoderLayer(replace(SMALL, activation="swiglu", norm_first=True)).eval()
     x = torch.randn(1, 3, 8)
     padded = torch.cat([x, torch.randn(1, 2, 8)], dim=1)
     keep = attention.padding_mask([3], max_len=5)
@@ -178,11 +181,11 @@ def test_padding_does_not_change_real_tokens() -> None:
         (lambda: layers.LayerNorm(4)(torch.randn(2, 3)), ValueError, "d_model=4"),
         (lambda: layers.LayerNorm(4, eps=0.0), ValueError, "eps"),
         (lambda: layers.LayerNorm(4)([1.0, 2.0]), TypeError, "torch.Tensor"),
-        (lambda: layers.EncoderLayer(10, 3, 16), ValueError, "not divisible"),
-        (lambda: layers.EncoderLayer(8, 2, 16)(torch.randn(2, 8)), ValueError, r"x must .*\(B, L"),
-        (lambda: layers.EncoderLayer(8, 2, 16)(torch.randn(2, 3, 8), torch.ones(2, 3)),
+        (lambda: layers.TransformerConfig(d_model=10, n_heads=3), ValueError, "not divisible"),
+        (lambda: layers.EncoderLayer(SMALL)(torch.randn(2, 8)), ValueError, r"x must .*\(B, L"),
+        (lambda: layers.EncoderLayer(SMALL)(torch.randn(2, 3, 8), torch.ones(2, 3)),
          TypeError, "boolean"),
-        (lambda: layers.EncoderLayer(8, 2, 16)(torch.randn(2, 3, 8),
+        (lambda: layers.EncoderLayer(SMALL)(torch.randn(2, 3, 8),
                                                torch.ones(3, 2, dtype=torch.bool)),
          ValueError, "padding_mask must have shape"),
         (lambda: layers.EncoderLayer.from_torch(nn.TransformerEncoderLayer(8, 2, 16)),
@@ -195,6 +198,60 @@ def test_padding_does_not_change_real_tokens() -> None:
 def test_bad_inputs(call, error, match) -> None:
     with pytest.raises(error, match=match):
         call()
+
+
+# ------------------------------------------------------------------------ TransformerConfig
+
+
+def test_config_defaults_are_the_base_model_and_fields_go_by_name() -> None:
+    base = layers.TransformerConfig()
+    assert (base.d_model, base.n_heads, base.d_ff, base.dropout) == (512, 8, 2048, 0.1)
+    assert (base.n_encoder_layers, base.n_decoder_layers, base.eps) == (6, 6, 1e-5)
+    with pytest.raises(TypeError, match="positional"):
+        layers.TransformerConfig(8, 2, 16)  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        base.d_model = 8  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "match"),
+    [
+        ({"d_model": 8.0}, TypeError, "d_model must be an int"),
+        ({"d_ff": 0}, ValueError, "d_ff must be at least 1"),
+        ({"n_heads": 3}, ValueError, "d_model=512 is not divisible by n_heads=3"),
+        ({"dropout": 1.0}, ValueError, "dropout must be in"),
+        ({"eps": 0.0}, ValueError, "eps must be"),
+        ({"activation": "tanh"}, ValueError, "activation"),
+        ({"norm_first": 1}, TypeError, "norm_first"),
+        ({"final_norm": "yes"}, TypeError, "final_norm"),
+        ({"src_vocab_size": 0}, ValueError, "src_vocab_size"),
+        ({"share_embeddings": True, "src_vocab_size": 5, "tgt_vocab_size": 6}, ValueError,
+         "share_embeddings needs one vocabulary"),
+    ],
+)
+def test_config_errors_name_the_field(fields, error, match) -> None:
+    with pytest.raises(error, match=match):
+        layers.TransformerConfig(**fields)
+
+
+@pytest.mark.parametrize("cls", [layers.EncoderLayer, layers.DecoderLayer, layers.Encoder,
+                                 layers.Decoder, layers.Transformer])
+def test_blocks_take_only_a_config(cls) -> None:
+    with pytest.raises(TypeError, match="config must be a TransformerConfig"):
+        cls({"d_model": 8})
+    with pytest.raises(TypeError):
+        cls(8, 2, 16)
+
+
+def test_from_torch_builds_the_config_of_the_pytorch_layer() -> None:
+    theirs = nn.TransformerEncoderLayer(8, 2, 24, dropout=0.2, activation="gelu",
+                                        norm_first=True, layer_norm_eps=1e-6, batch_first=True)
+    config = layers.EncoderLayer.from_torch(theirs).config
+    assert config == layers.TransformerConfig(d_model=8, n_heads=2, d_ff=24, dropout=0.2,
+                                              activation="gelu", norm_first=True, eps=1e-6)
+    stack = layers.Encoder.from_torch(nn.TransformerEncoder(theirs, 3, enable_nested_tensor=False))
+    assert stack.config.n_encoder_layers == len(stack.layers) == 3
+    assert stack.config.final_norm is False and stack.norm is None
 
 
 # ----------------------------------------------------------------------------- RMSNorm

@@ -125,7 +125,9 @@ def test_greedy_decode_known_answer():
 
 def test_greedy_decode_agrees_with_teacher_forcing():
     torch.manual_seed(0)
-    model = layers.Transformer(9, 9, 16, 2, 32, 1, 1, dropout=0.0, max_len=16)
+    model = layers.Transformer(layers.TransformerConfig(
+        d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0,
+        src_vocab_size=9, tgt_vocab_size=9, max_len=16))
     src = torch.randint(3, 9, (4, 5))
     mask = torch.ones(4, 5, dtype=torch.bool)
     out = training.greedy_decode(model, src, mask, bos_id=1, eos_id=2, max_len=6)
@@ -141,8 +143,10 @@ def test_short_training_run_lowers_the_loss(capsys):
     torch.manual_seed(0)
     pairs = data.number_pairs(100)
     vocab = data.Vocabulary.from_sentences(s for pair in pairs for s in pair)
-    model = layers.Transformer(len(vocab), len(vocab), 16, 2, 32, 1, 1, dropout=0.0,
-                               share_embeddings=True, max_len=16)
+    model = layers.Transformer(layers.TransformerConfig(
+        d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0,
+        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), share_embeddings=True,
+        max_len=16))
     opt = torch.optim.AdamW(model.parameters(), lr=1.0)
     sched = training.warmup_scheduler(opt, 16, 10)
     losses = training.train(model, data.BatchLoader(pairs, vocab, 25), opt, 40,

@@ -314,7 +314,9 @@ def _vocab():
 
 
 def _transformer(vocab):
-    return layers.Transformer(len(vocab), len(vocab), 8, 2, 16, 1, 1, dropout=0.0, max_len=12)
+    return layers.Transformer(layers.TransformerConfig(
+        d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0,
+        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=12))
 
 
 def _seq2seq():
@@ -372,12 +374,9 @@ def _lm():
 
 LM_CONFIG = {"vocab_size": 13, "d_model": 16, "n_layers": 1, "n_heads": 4, "n_kv_heads": 2,
              "d_ff": 32, "max_len": 16, "rope_base": 100.0, "eps": 1e-6}
-LAYER = {"d_model": 8, "n_heads": 2, "d_ff": 16, "dropout": 0.25, "eps": 1e-5}
 TRANSFORMER = {"src_vocab_size": 11, "tgt_vocab_size": 13, "d_model": 8, "n_heads": 2, "d_ff": 16,
                "n_encoder_layers": 1, "n_decoder_layers": 1, "dropout": 0.25, "max_len": 12,
                "eps": 1e-5}
-COUNT = {"src_vocab_size": 11, "tgt_vocab_size": 13, "d_model": 8, "d_ff": 16,
-         "n_encoder_layers": 1, "n_decoder_layers": 2}
 KV = {"n_layers": 2, "n_kv_heads": 2, "head_dim": 8, "n_tokens": 5, "bytes_per_value": 2,
       "batch_size": 3}
 P, Q = [0.25, 0.75], [0.5, 0.5]
@@ -482,16 +481,11 @@ ROWS = [
       for cls in (layers.LayerNorm, layers.RMSNorm)],
     *ints(layers.LayerNorm, {"d_model": 4}, ("d_model",)),
     *ints(layers.RMSNorm, {"d_model": 4}, ("d_model",)),
-    *[row for cls in (layers.EncoderLayer, layers.DecoderLayer, layers.Encoder, layers.Decoder)
-      for kwargs in [LAYER | ({} if "Layer" in cls.__name__ else {"n_layers": 2})]
-      for row in [*ints(cls, kwargs, [n for n in kwargs if n not in ("dropout", "eps")]),
-                  Row(cls, kwargs, "dropout", np.float32(0.25), "0", 1.0),
-                  Row(cls, kwargs, "eps", np.float32(1e-5), "0", -1.0)]],
-    *ints(layers.Transformer, TRANSFORMER,
+    # the blocks, the model and the count take a TransformerConfig: its fields are the numbers
+    *ints(layers.TransformerConfig, TRANSFORMER,
           [n for n in TRANSFORMER if n not in ("dropout", "eps")]),
-    Row(layers.Transformer, TRANSFORMER, "dropout", np.float32(0.25), "0", 1.5),
-    Row(layers.Transformer, TRANSFORMER, "eps", np.float32(1e-5), "0", 0.0),
-    *ints(layers.transformer_parameter_count, COUNT, list(COUNT)),
+    Row(layers.TransformerConfig, TRANSFORMER, "dropout", np.float32(0.25), "0", 1.0),
+    Row(layers.TransformerConfig, TRANSFORMER, "eps", np.float32(1e-5), "0", 0.0),
     # training
     *ints(training.warmup_lr, {"step": 3, "d_model": 16, "warmup": 4}, ("step", "d_model",
                                                                         "warmup")),

@@ -12,6 +12,17 @@ def require_3d(x):
         raise ValueError(f"x must be (batch, seq, d), got shape {tuple(x.shape)}")
 
 
+def require_lengths(x, lengths):
+    require_3d(x)
+    if lengths.min() < 1 or lengths.max() > x.shape[1]:
+        raise ValueError(f"lengths must lie in 1..{x.shape[1]}, got {lengths}")
+
+
+def last_real_token_by_loop(x, lengths):
+    require_lengths(x, lengths)
+    return np.stack([x[b, n - 1] for b, n in enumerate(lengths)])
+
+
 def broadcast_shape_by_padding(shape_a, shape_b):
     n = max(len(shape_a), len(shape_b))
     a, b = (1,) * (n - len(shape_a)) + tuple(shape_a), (1,) * (n - len(shape_b)) + tuple(shape_b)
@@ -37,19 +48,21 @@ def broadcast_shape_left_aligned(shape_a, shape_b):
 
 
 ROWS = [
-    *right(nb01.check_last_token, worked=lambda x: require_3d(x) or x[:, -1, :],
-           by_length=lambda x: require_3d(x) or x[:, x.shape[1] - 1]),
+    *right(nb01.check_last_real_token,
+           worked=lambda x, n: require_lengths(x, n) or x[np.arange(len(x)), n - 1],
+           loop=last_real_token_by_loop),
     *wrong(
-        nb01.check_last_token,
-        last_feature=(lambda x: require_3d(x) or x[:, :, -1],
-                      "shape: expected (2, 4), got (2, 3)"),
-        last_sequence=(lambda x: require_3d(x) or x[-1], "shape: expected (2, 4), got (3, 4)"),
-        keeps_the_axis=(lambda x: require_3d(x) or x[:, -1:, :],
-                        "shape: expected (2, 4), got (2, 1, 4)"),
-        no_ndim_check=(lambda x: x[:, -1, :],
-                       "raised IndexError: too many indices for array: array is 2-dimensional"),
-        numpy_for_tensors=(lambda x: require_3d(x) or np.asarray(x)[:, -1, :],
-                           "expected a torch.Tensor, got numpy.ndarray"),
+        nb01.check_last_real_token,
+        ignores_lengths=(lambda x, n: require_lengths(x, n) or x[:, -1],
+                         "got [[8, 9, 10, 11], [20, 21, 22, 23]]"),
+        off_by_one=(lambda x, n: require_lengths(x, n) or x[np.arange(len(x)), n],
+                    "raised IndexError: index 3 is out of bounds for axis 1 with size 3"),
+        lengths_as_slice=(lambda x, n: require_lengths(x, n) or x[:, n - 1],
+                          "shape: expected (2, 4), got (2, 2, 4)"),
+        counted_from_the_end=(lambda x, n: require_lengths(x, n) or x[np.arange(len(x)), -n],
+                              "got [[0, 1, 2, 3], [20, 21, 22, 23]]"),
+        no_length_check=(lambda x, n: require_3d(x) or x[np.arange(len(x)), n - 1],
+                         "length 0 has no last token: should raise ValueError, returned array"),
     ),
     *right(nb01.check_broadcast_shape, course_utils=broadcast_shape,
            padding=broadcast_shape_by_padding),

@@ -49,16 +49,14 @@ def cosine_by_hand(a, b):
     return float(a @ b / (norm_a * norm_b))
 
 
-def attention_scores(q, k):
-    if q.shape[1] != k.shape[1]:
+def require_same_dk(q, k):
+    if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k need the same d_k, got {q.shape} and {k.shape}")
-    return q @ k.T
 
 
-def attention_scores_by_pairs(q, k):
-    if q.shape[1] != k.shape[1]:
-        raise ValueError("d_k differs")
-    return np.array([[q[i] @ k[j] for j in range(len(k))] for i in range(len(q))])
+def batched_scores(q, k):
+    require_same_dk(q, k)
+    return q @ np.swapaxes(k, -1, -2)
 
 
 ROWS = [
@@ -93,14 +91,26 @@ ROWS = [
         no_zero_check=(lambda a, b: float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))),
                        "should raise ValueError, returned nan (it warned: invalid value"),
     ),
-    *right(nb02.check_attention_scores, worked=attention_scores,
-           by_pairs=attention_scores_by_pairs),
+    *right(nb02.check_batched_scores, worked=batched_scores,
+           einsum=lambda q, k: require_same_dk(q, k) or np.einsum("...id,...jd->...ij", q, k),
+           moveaxis=lambda q, k: require_same_dk(q, k) or np.matmul(q, np.moveaxis(k, -1, -2))),
     *wrong(
-        nb02.check_attention_scores,
-        keys_by_queries=(lambda q, k: attention_scores(q, k).T,
-                         "shape: expected (2, 3), got (3, 2)"),
-        scaled=(lambda q, k: attention_scores(q, k) / np.sqrt(q.shape[1]),
-                "the worst at [1, 2]: expected 6.0, got 4.242640687119285"),
+        nb02.check_batched_scores,
+        transpose_all_axes=(lambda q, k: require_same_dk(q, k) or q @ k.T,
+                            "(2, 2, 3): raised ValueError: matmul: Input operand 1 has a mismatch"),
+        three_axes_only=(lambda q, k: require_same_dk(q, k) or q @ k.transpose(0, 2, 1),
+                         "no batch axis: (3, 4) and (5, 4) -> (3, 5), as in section 6: raised "
+                         "ValueError: axes don't match array"),
+        torch_transpose=(lambda q, k: require_same_dk(q, k) or q @ k.transpose(-2, -1),
+                         "raised ValueError: axes don't match array"),
+        reshape_for_transpose=(  # nb01: a reshape is not a transpose
+            lambda q, k: require_same_dk(q, k)
+            or q @ k.reshape(*k.shape[:-2], k.shape[-1], k.shape[-2]),
+            "got [[[0., 1., 2.], [3., 4., 5.]], [[15., 17., 19.], [12., 14., 16.]]]"),
+        keys_by_queries=(lambda q, k: require_same_dk(q, k) or k @ np.swapaxes(q, -1, -2),
+                         "shape: expected (2, 2, 3), got (2, 3, 2)"),
+        scaled=(lambda q, k: batched_scores(q, k) / np.sqrt(q.shape[-1]),
+                "the worst at [1, 0, 2]: expected 21.0, got 14.849242404917497"),
     ),
 ]
 

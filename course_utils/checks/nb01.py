@@ -15,9 +15,14 @@ def _require_3d(x) -> None:
         raise ValueError(f"x must be (batch, seq, d_model), got shape {tuple(x.shape)}")
 
 
-def _last_token(x):
+def _last_real_token(x, lengths):
     _require_3d(x)
-    return x[:, -1, :]
+    lengths = np.asarray(lengths)
+    if lengths.shape != (x.shape[0],):
+        raise ValueError(f"lengths must have one entry per sequence, got shape {lengths.shape}")
+    if lengths.min() < 1 or lengths.max() > x.shape[1]:
+        raise ValueError(f"lengths must lie in 1..{x.shape[1]}, got {lengths.tolist()}")
+    return x[np.arange(x.shape[0]), lengths - 1]
 
 
 def _flatten_tokens(x):
@@ -25,22 +30,33 @@ def _flatten_tokens(x):
     return x.reshape(x.shape[0] * x.shape[1], x.shape[2])
 
 
-def check_last_token(func: Callable) -> CheckResult:
-    """``func(x)``: the last token's vector of every sequence, (batch, seq, d) -> (batch, d).
+def _padded(batch: int, seq: int, d: int, lengths: list[int], seed: int) -> np.ndarray:
+    """A random (batch, seq, d) batch whose padding positions (t >= lengths[b]) hold zeros."""
+    x = np.random.default_rng(seed).standard_normal((batch, seq, d))
+    x[np.arange(seq) >= np.array(lengths)[:, None]] = 0.0
+    return x
 
-    Works for NumPy arrays and torch tensors alike; a tensor that is not 3-D raises ValueError.
-    """
-    import torch
 
+def check_last_real_token(func: Callable) -> CheckResult:
+    """``func(x, lengths)``: row ``b`` is ``x[b, lengths[b] - 1]``, the last real token of padded
+    sequence ``b``, (batch, seq, d) and (batch,) -> (batch, d). ValueError for an ``x`` that is
+    not 3-D and for a length outside 1..seq (length 0 has no last token; ``x[b, -1]`` would pick
+    padding)."""
     x = np.arange(2 * 3 * 4).reshape(2, 3, 4)
     cases = [
-        Case((x,), "a (2, 3, 4) array -> (2, 4): rows x[0, 2] and x[1, 2]"),
-        Case((np.arange(5.0).reshape(1, 1, 5),), "one sequence of one token"),
-        Case((np.random.default_rng(0).standard_normal((4, 6, 3)),), "a (4, 6, 3) array"),
-        Case((torch.arange(24.0).reshape(3, 2, 4),), "a torch tensor (3, 2, 4) -> tensor (3, 4)"),
-        Case((np.zeros((3, 4)),), "a 2-D input is not (batch, seq, d)", raises=ValueError),
+        Case((x, np.array([3, 1])), "lengths [3, 1] in a (2, 3, 4) array -> rows x[0, 2], x[1, 0]"),
+        Case((_padded(4, 5, 3, [5, 2, 1, 4], seed=0), np.array([5, 2, 1, 4])),
+             "a padded (4, 5, 3) batch, lengths [5, 2, 1, 4]"),
+        Case((x, np.array([3, 3])), "every sequence full: the same as x[:, -1]"),
+        Case((np.arange(5.0).reshape(1, 1, 5), np.array([1])), "one sequence of one token"),
+        Case((_padded(3, 4, 2, [2, 4, 3], seed=1), np.array([2, 4, 3], dtype=np.int32)),
+             "int32 lengths"),
+        Case((x, np.array([2, 0])), "length 0 has no last token", raises=ValueError),
+        Case((x, np.array([4, 1])), "length 4 in a sequence of 3", raises=ValueError),
+        Case((np.zeros((3, 4)), np.array([1, 1, 1])), "a 2-D input is not (batch, seq, d)",
+             raises=ValueError),
     ]
-    return check_function(func, cases=cases, reference=_last_token, name="last_token")
+    return check_function(func, cases=cases, reference=_last_real_token, name="last_real_token")
 
 
 def check_broadcast_shape(func: Callable) -> CheckResult:

@@ -10,10 +10,13 @@ from course_utils.checks import Case, CheckResult, RuleBroken, check_function, w
 from course_utils.linalg import cosine_similarity, matmul_loops
 
 
-def _attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
-    if q.shape[1] != k.shape[1]:
+def _batched_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    if q.ndim < 2 or k.ndim < 2 or q.shape[:-2] != k.shape[:-2]:
+        raise ValueError(f"q and k must be (..., n, d_k) with the same leading axes, got "
+                         f"{q.shape} and {k.shape}")
+    if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same d_k, got {q.shape} and {k.shape}")
-    return q @ k.T
+    return q @ np.swapaxes(k, -1, -2)
 
 
 _PRODUCTS = {"matmul", "vecdot", "matvec", "vecmat", "dot", "vdot", "inner", "tensordot",
@@ -85,17 +88,23 @@ def check_cosine_similarity(func: Callable) -> CheckResult:
     )
 
 
-def check_attention_scores(func: Callable) -> CheckResult:
-    """``func(q, k)``: the (n_q, n_k) matrix of all dot products q_i·k_j, i.e. ``q @ k.T``;
-    ValueError when q and k have different d_k."""
+def check_batched_scores(func: Callable) -> CheckResult:
+    """``func(q, k)``: every score ``q[..., i, :] · k[..., j, :]`` for queries (..., n_q, d_k)
+    and keys (..., n_k, d_k) with the same leading axes (none, batch, or batch and heads), i.e.
+    ``q @ np.swapaxes(k, -1, -2)`` of shape (..., n_q, n_k); ValueError when the d_k differ."""
     rng = np.random.default_rng(3)
+    q_small = np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [2.0, 0.0]]])
+    k_small = np.arange(12.0).reshape(2, 3, 2)
     cases = [
-        Case((np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 2.0], [3.0, 4.0],
-                                                            [5.0, 6.0]])), "2 queries, 3 keys"),
-        Case((rng.standard_normal((4, 8)), rng.standard_normal((6, 8))), "(4, 8) and (6, 8)"),
-        Case((rng.standard_normal((1, 3)), rng.standard_normal((5, 3))), "a single query"),
-        Case((np.ones((2, 4)), np.ones((3, 5))), "d_k 4 against 5", raises=ValueError),
+        Case((q_small, k_small), "a batch of 2: (2, 2, 2) queries, (2, 3, 2) keys -> (2, 2, 3)"),
+        Case((rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 6, 5))),
+             "(3, 4, 5) and (3, 6, 5) -> (3, 4, 6)"),
+        Case((rng.standard_normal((3, 4)), rng.standard_normal((5, 4))),
+             "no batch axis: (3, 4) and (5, 4) -> (3, 5), as in section 6"),
+        Case((rng.standard_normal((2, 3, 4, 8)), rng.standard_normal((2, 3, 6, 8))),
+             "batch and heads: (2, 3, 4, 8) and (2, 3, 6, 8) -> (2, 3, 4, 6)"),
+        Case((rng.standard_normal((2, 1, 4)), rng.standard_normal((2, 7, 4))),
+             "one query per sequence: (2, 1, 4) and (2, 7, 4) -> (2, 1, 7)"),
+        Case((np.ones((2, 3, 4)), np.ones((2, 3, 5))), "d_k 4 against 5", raises=ValueError),
     ]
-    return check_function(
-        func, cases=cases, reference=_attention_scores, name="attention_scores"
-    )
+    return check_function(func, cases=cases, reference=_batched_scores, name="batched_scores")

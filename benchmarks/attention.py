@@ -4,11 +4,15 @@
     python benchmarks/attention.py --quick    # N = 512 and 1,024: a smoke run of a few seconds
     python benchmarks/attention.py --tiles    # tiled forward and backward against the tile size
 
+Two tables per thread setting (one thread, then torch's default, unless ``--threads`` names one):
+the forward pass, and the forward + backward pass (``torch.autograd.grad`` of the output: the
+tiled ``autograd.Function`` against PyTorch's fused kernel).
 Memory: the peak extra bytes of one call, each (method, N) in a fresh process
 (``course_utils.tiled.peak_extra_memory``: VmHWM/ru_maxrss after resetting the peak).
 Time: warm-up, then the best of ``--repeats`` calls, the methods interleaved round by round in one
 process so that a busy machine slows all of them alike; quote the ratios. Naive attention is
-skipped above ``--naive-max`` (its N×N matrices take 2 GiB at N = 16,384).
+skipped above ``--naive-max`` (its N×N matrices take 2 GiB at N = 16,384) and left out of the
+forward + backward table.
 On a CUDA GPU it also times the Triton kernel and PyTorch's fastest fused backend for that GPU in
 float16 (batch 4, 16 heads) and reports TFLOP/s: FlashAttention from compute capability 8.0, the
 memory-efficient kernel below (a T4); the table names the backend used.
@@ -31,6 +35,10 @@ CPU_METHODS = {
     "fused": F.scaled_dot_product_attention,
     "tiled": lambda q, k, v: tiled.tiled_attention_forward(q, k, v)[0],
 }
+BACKWARD_METHODS = {  # forward + backward: the gradients of q, k and v for a given grad_out
+    "fused": F.scaled_dot_product_attention,
+    "tiled": tiled.tiled_attention,
+}
 
 
 def time_side_by_side(methods: dict, args: tuple, repeats: int) -> dict[str, float]:
@@ -48,9 +56,7 @@ def time_side_by_side(methods: dict, args: tuple, repeats: int) -> dict[str, flo
 
 def cpu_table(sizes: list[int], d: int, repeats: int, naive_max: int, threads: int) -> None:
     torch.set_num_threads(threads)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"CPU, float32, batch 1, 1 head, d = {d}, {threads} threads, "
-          f"load average {load:.1f} on {os.cpu_count()} cores at the start")
+    print(f"\nCPU forward, {_setting(d, threads)}")
     header = (f"{'N':>6} | {'naive s':>8} {'fused s':>8} {'tiled s':>8} | {'naive MiB':>9} "
               f"{'fused MiB':>9} {'tiled MiB':>9} | {'tiled/fused time':>16} "
               f"{'naive/tiled mem':>15}")
@@ -77,14 +83,53 @@ def cpu_table(sizes: list[int], d: int, repeats: int, naive_max: int, threads: i
           f"{tiled.naive_attention_bytes(sizes[-1], sizes[-1]) / 2**20:,.0f} MiB)")
 
 
+def backward_table(sizes: list[int], d: int, repeats: int, threads: int) -> None:
+    """Forward + backward: the tiled autograd.Function against PyTorch's fused kernel."""
+    torch.set_num_threads(threads)
+    print(f"\nCPU forward + backward, {_setting(d, threads)}")
+    header = (f"{'N':>6} | {'fused s':>8} {'tiled s':>8} | {'fused MiB':>9} {'tiled MiB':>9} | "
+              f"{'tiled/fused time':>16} {'tiled/fused mem':>15}")
+    print(header)
+    print("-" * len(header))
+    for n in sizes:
+        memory = {m: tiled.peak_extra_memory(m, n, d, threads=threads, backward=True) / 2**20
+                  for m in BACKWARD_METHODS}
+        g = torch.Generator().manual_seed(n)
+        q, k, v = (torch.randn(1, 1, n, d, generator=g, requires_grad=True) for _ in range(3))
+        grad_out = torch.randn(1, 1, n, d, generator=g)
+        seconds = time_side_by_side(
+            {m: lambda q, k, v, f=f, grad_out=grad_out: torch.autograd.grad(f(q, k, v), (q, k, v),
+                                                                            grad_out)
+             for m, f in BACKWARD_METHODS.items()}, (q, k, v), repeats)
+        del q, k, v, grad_out
+        print(f"{n:>6} | {seconds['fused']:>8.3f} {seconds['tiled']:>8.3f} | "
+              f"{memory['fused']:>9.1f} {memory['tiled']:>9.1f} | "
+              f"{seconds['tiled'] / seconds['fused']:>16.2f} "
+              f"{memory['tiled'] / memory['fused']:>15.2f}", flush=True)
+
+
+def _setting(d: int, threads: int) -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"float32, batch 1, 1 head, d = {d}, {_threads(threads)}, "
+            f"load average {load:.1f} on {os.cpu_count()} cores at the start")
+
+
+def _threads(threads: int) -> str:
+    return f"{threads} thread{'s' * (threads > 1)}"
+
+
 def tile_table(n: int, d: int, repeats: int, threads: int) -> None:
-    """Tiled forward and backward times for several tile sizes, as ratios to the defaults."""
+    """Tiled forward and backward times for several tile sizes, as ratios to each pass's
+    default tiles (the forward holds one tile of scores per worker, the backward two)."""
     torch.set_num_threads(threads)
     g = torch.Generator().manual_seed(n)
     q, k, v, grad_out = (torch.randn(1, 1, n, d, generator=g) for _ in range(4))
     out, lse = tiled.tiled_attention_forward(q, k, v)
-    default = (tiled.BLOCK_Q, tiled.BLOCK_K)
-    tiles = sorted({default, (128, 128), (128, 2048), (256, 1024), (512, 512), (1024, 1024)})
+    forward_default = (tiled.BLOCK_Q, tiled.BLOCK_K)
+    backward_default = (tiled.BACKWARD_BLOCK_Q, tiled.BACKWARD_BLOCK_K)
+    tiles = sorted({forward_default, backward_default, (tiled.TRAIN_BLOCK_Q, tiled.TRAIN_BLOCK_K),
+                    (128, 128), (256, 256), (512, 512),
+                    (1024, 1024), (2048, 512)})
     tiles = [t for t in tiles if t[0] <= n and t[1] <= n]
     forward = time_side_by_side(
         {t: lambda q, k, v, t=t: tiled.tiled_attention_forward(q, k, v, block_q=t[0],
@@ -94,13 +139,16 @@ def tile_table(n: int, d: int, repeats: int, threads: int) -> None:
         {t: lambda q, k, v, t=t: tiled.tiled_attention_backward(
             q, k, v, out, lse, grad_out, block_q=t[0], block_k=t[1]) for t in tiles},
         (q, k, v), repeats)
-    print(f"\nTiled attention against the tile size: N = {n}, d = {d}, {threads} threads "
-          f"(ratios to the default {default[0]} × {default[1]}, lower is faster)")
-    print(f"{'block_q × block_k':>17} | {'forward s':>9} {'ratio':>6} | "
+    print(f"\nTiled attention against the tile size: N = {n}, d = {d}, {_threads(threads)} "
+          f"(ratios to the defaults, forward {forward_default[0]} × {forward_default[1]}, "
+          f"backward {backward_default[0]} × {backward_default[1]}; lower is faster)")
+    print(f"{'block_q × block_k':>17} | {'scores MiB':>10} | {'forward s':>9} {'ratio':>6} | "
           f"{'backward s':>10} {'ratio':>6}")
     for t in tiles:
-        print(f"{f'{t[0]} × {t[1]}':>17} | {forward[t]:>9.3f} {forward[t] / forward[default]:>6.2f}"
-              f" | {backward[t]:>10.3f} {backward[t] / backward[default]:>6.2f}", flush=True)
+        print(f"{f'{t[0]} × {t[1]}':>17} | {t[0] * t[1] * 4 / 2**20:>10.2f} | "
+              f"{forward[t]:>9.3f} {forward[t] / forward[forward_default]:>6.2f} | "
+              f"{backward[t]:>10.3f} {backward[t] / backward[backward_default]:>6.2f}",
+              flush=True)
 
 
 def gpu_table(sizes: list[int], d: int, repeats: int) -> None:
@@ -153,17 +201,23 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--naive-max", type=int, default=16384,
                         help="largest N for naive attention (2·N²·4 bytes)")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--threads", type=int, default=None,
+                        help="one thread setting (default: 1, then torch's default)")
     parser.add_argument("--tiles", action="store_true",
-                        help="only the tile-size table (N = 4,096; 1,024 with --quick)")
+                        help="only the tile-size table (N = 16,384; 1,024 with --quick)")
     args = parser.parse_args()
     sizes = [512, 1024] if args.quick else [1024, 2048, 4096, 8192, 16384]
     repeats = 1 if args.quick else args.repeats
-    if args.tiles:
-        tile_table(1024 if args.quick else 4096, args.d, repeats, args.threads)
-        return
-    cpu_table(sizes, args.d, repeats, args.naive_max, args.threads)
-    if torch.cuda.is_available():
+    default = torch.get_num_threads()
+    settings = [args.threads] if args.threads else sorted({1, default})
+    for threads in settings:
+        if args.tiles:
+            tile_table(1024 if args.quick else 16384, args.d, repeats, threads)
+            continue
+        cpu_table(sizes, args.d, repeats, args.naive_max, threads)
+        backward_table(sizes, args.d, repeats, threads)
+    torch.set_num_threads(default)
+    if torch.cuda.is_available() and not args.tiles:
         gpu_table([1024, 2048] if args.quick else [1024, 2048, 4096, 8192, 16384], args.d, repeats)
 
 

@@ -4,14 +4,16 @@ One Triton *program* computes one block of ``BLOCK_M`` query rows of one (batch,
 its queries once, walks over the keys and values in blocks of ``BLOCK_N`` with the running
 max / running sum / rescaled accumulator of :mod:`course_utils.tiled`, and writes the output
 block and its log-sum-exp. The semantics are those of
-:func:`course_utils.tiled.tiled_attention_forward` (bottom-right causal alignment, fully masked
-rows give 0 and ``−inf``, any lengths, float16 and bfloat16 accumulate in float32), plus:
+:func:`course_utils.tiled.tiled_attention_forward` (bottom-right causal alignment, sliding
+windows, fully masked rows give 0 and ``−inf``, any lengths, float16 and bfloat16 accumulate in
+float32; block-sparse masks are left to the PyTorch version), plus:
 
 * head dimensions that are not powers of two (48, 72, 80, …) are padded inside the kernel to the
   next power of two (``tl.arange`` needs one) and the padding is masked out of loads and stores;
-* the key loop is split in two: key blocks that every row of the query block may fully see run
-  without masks, and only the blocks on the causal diagonal or at the end of the keys pay for
-  boundary and causal masks; blocks entirely above the diagonal are never visited;
+* the key loop is split in three: key blocks that every row of the query block may fully see run
+  without masks, and only the blocks on the causal diagonal, at the end of the keys or at the
+  near edge of a sliding window pay for masks; blocks entirely above the diagonal or before the
+  window are never visited;
 * float32 inputs use exact float32 products (``input_precision="ieee"``): a GPU would otherwise
   use TF32 and miss a 1e-5 tolerance.
 
@@ -51,7 +53,7 @@ from typing import Any
 import torch
 
 from course_utils.env import cuda_capability, supports_bfloat16
-from course_utils.tiled import _check_tensors
+from course_utils.tiled import _check_sparsity, _check_tensors
 
 _LN2 = math.log(2.0)
 _LOG2E = 1.0 / _LN2
@@ -187,7 +189,7 @@ def _kernel():
         # module globals, which are rebound here to triton.language and the JIT versions.
         module = globals()
         module["tl"] = triton.language
-        for name in ("_max_combine", "_add_combine", "_attention_step"):
+        for name in ("_max_combine", "_add_combine", "_attention_step", "_steps"):
             module[name] = triton.jit(module[name])
         _STATE["interpret"] = interpret
         _STATE["cdiv"] = triton.cdiv
@@ -217,6 +219,7 @@ def _attention_step(
     start_n,
     LQ,
     LK,
+    WINDOW,
     qk_scale,
     MASKED: tl.constexpr,
     CAUSAL: tl.constexpr,
@@ -228,8 +231,9 @@ def _attention_step(
     if MASKED:
         cols = start_n + offs_n
         keep = cols[None, :] < LK
-        if CAUSAL:
+        if CAUSAL:  # j ≤ i + Lk − Lq, and j > i + Lk − Lq − W (W > Lq + Lk without a window)
             keep = keep & (cols[None, :] <= offs_m[:, None] + (LK - LQ))
+            keep = keep & (cols[None, :] > offs_m[:, None] + (LK - LQ - WINDOW))
         s = tl.where(keep, s, float("-inf"))
     m_new = tl.maximum(m_i, tl.reduce(s, 1, _max_combine))
     if MASKED:  # a row that has seen no key yet keeps m = -inf: shift by 0 to avoid inf - inf
@@ -242,6 +246,47 @@ def _attention_step(
     v = tl.load(v_ptrs, mask=v_mask, other=0.0)  # (BLOCK_N, D_PAD)
     acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
     return acc, l_i, m_new
+
+
+def _steps(
+    acc,
+    l_i,
+    m_i,
+    q,
+    k_ptrs,
+    v_ptrs,
+    d_ok,
+    offs_m,
+    offs_n,
+    lo,
+    hi,
+    stride_kn,
+    stride_vn,
+    LQ,
+    LK,
+    WINDOW,
+    qk_scale,
+    BLOCK_N: tl.constexpr,
+    MASKED: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """The key blocks in [lo, hi): with ``MASKED``, blocks that need masks (the ragged end of
+    the keys, the causal diagonal, the near edge of a sliding window); without, blocks that
+    every row of the query block sees whole."""
+    for start_n in range(lo, hi, BLOCK_N):
+        if MASKED:
+            cols_ok = (start_n + offs_n) < LK
+            k_mask = d_ok[:, None] & cols_ok[None, :]
+            v_mask = cols_ok[:, None] & d_ok[None, :]
+        else:
+            k_mask = d_ok[:, None]
+            v_mask = d_ok[None, :]
+        acc, l_i, m_i = _attention_step(acc, l_i, m_i, q, k_ptrs + start_n * stride_kn,
+                                        v_ptrs + start_n * stride_vn, k_mask, v_mask, offs_m,
+                                        offs_n, start_n, LQ, LK, WINDOW, qk_scale, MASKED, CAUSAL,
+                                        PRECISION)
+    return acc, l_i, m_i
 
 
 def _attention_forward_kernel(
@@ -265,6 +310,7 @@ def _attention_forward_kernel(
     stride_od,
     LQ,
     LK,
+    WINDOW,
     HEAD_DIM: tl.constexpr,
     D_PAD: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -290,55 +336,31 @@ def _attention_forward_kernel(
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.full([BLOCK_M], 0.0, dtype=tl.float32)
     acc = tl.full([BLOCK_M, D_PAD], 0.0, dtype=tl.float32)
-    # keys [0, full_end): every row of this block sees all of them, so no mask is needed;
-    # keys [full_end, end): the causal diagonal and the ragged end of the keys, masked.
+    # keys [full_start, full_end): every row of this block sees all of them, so no mask is
+    # needed; keys [lo, full_start) (a window's near edge) and [full_end, end) (the causal
+    # diagonal, the ragged end of the keys) are masked; keys outside [lo, end) are never loaded.
     if CAUSAL:
-        end = tl.maximum(tl.minimum(LK, start_m + BLOCK_M + LK - LQ), 0)
-        full_end = tl.maximum(tl.minimum(LK, start_m + 1 + LK - LQ), 0) // BLOCK_N * BLOCK_N
+        offset = LK - LQ
+        end = tl.maximum(tl.minimum(LK, start_m + BLOCK_M + offset), 0)
+        full_end = tl.maximum(tl.minimum(LK, start_m + 1 + offset), 0) // BLOCK_N * BLOCK_N
+        lo = tl.maximum(start_m + offset - WINDOW + 1, 0) // BLOCK_N * BLOCK_N
+        full_start = tl.maximum(start_m + BLOCK_M + offset - WINDOW, 0)  # rounded up below
+        full_start = (full_start + BLOCK_N - 1) // BLOCK_N * BLOCK_N
+        full_start = tl.minimum(tl.maximum(full_start, lo), end)
+        full_end = tl.maximum(full_end, full_start)
     else:
+        lo = 0
+        full_start = 0
         end = LK
         full_end = LK // BLOCK_N * BLOCK_N
-    for start_n in range(0, full_end, BLOCK_N):
-        acc, l_i, m_i = _attention_step(
-            acc,
-            l_i,
-            m_i,
-            q,
-            k_ptrs + start_n * stride_kn,
-            v_ptrs + start_n * stride_vn,
-            d_ok[:, None],
-            d_ok[None, :],
-            offs_m,
-            offs_n,
-            start_n,
-            LQ,
-            LK,
-            qk_scale,
-            False,
-            CAUSAL,
-            PRECISION,
-        )
-    for start_n in range(full_end, end, BLOCK_N):
-        cols_ok = (start_n + offs_n) < LK
-        acc, l_i, m_i = _attention_step(
-            acc,
-            l_i,
-            m_i,
-            q,
-            k_ptrs + start_n * stride_kn,
-            v_ptrs + start_n * stride_vn,
-            d_ok[:, None] & cols_ok[None, :],
-            cols_ok[:, None] & d_ok[None, :],
-            offs_m,
-            offs_n,
-            start_n,
-            LQ,
-            LK,
-            qk_scale,
-            True,
-            CAUSAL,
-            PRECISION,
-        )
+    pointers = (q, k_ptrs, v_ptrs, d_ok, offs_m, offs_n)
+    sizes = (stride_kn, stride_vn, LQ, LK, WINDOW, qk_scale, BLOCK_N)
+    acc, l_i, m_i = _steps(acc, l_i, m_i, *pointers, lo, full_start, *sizes, True, CAUSAL,
+                           PRECISION)
+    acc, l_i, m_i = _steps(acc, l_i, m_i, *pointers, full_start, full_end, *sizes, False, CAUSAL,
+                           PRECISION)
+    acc, l_i, m_i = _steps(acc, l_i, m_i, *pointers, full_end, end, *sizes, True, CAUSAL,
+                           PRECISION)
     seen = l_i > 0.0
     l_safe = tl.where(seen, l_i, 1.0)
     out = acc / l_safe[:, None]  # rows that saw no key: acc = 0, so out = 0
@@ -357,6 +379,7 @@ def triton_attention(
     v: torch.Tensor,
     *,
     causal: bool = False,
+    window: int | None = None,
     scale: float | None = None,
     block_m: int | None = None,
     block_n: int | None = None,
@@ -369,11 +392,15 @@ def triton_attention(
     on the CUDA device when the kernel is compiled, on the CPU in interpreter mode (see the
     module docstring). ``out = softmax(q kᵀ·scale [+ bottom-right causal mask]) v`` with
     ``scale = 1/√d`` by default; ``lse`` is the natural log-sum-exp of each row's scores.
+    ``window=W`` (with ``causal=True``): each query sees its ``W`` most recent keys, and the
+    key blocks outside that band are never loaded (as in
+    :func:`course_utils.tiled.tiled_attention_forward`).
     ``block_m``, ``block_n`` (powers of two, at least 16), ``num_warps`` and ``num_stages``
     default to :func:`launch_config` for this GPU. On a GPU older than compute capability 7.5
     it raises RuntimeError; bfloat16 below 8.0 is a TypeError (:func:`supported_dtypes`).
     """
     lq, lk, d, scale = _check_tensors(q, k, v, 16, 16, scale)
+    window, _ = _check_sparsity(causal, window, None, lq, lk, 16, 16)
     if q.dtype == torch.float64:
         raise TypeError("q, k and v must be float16, bfloat16 or float32 for the Triton kernel")
     if v.shape[-1] != d:
@@ -425,6 +452,7 @@ def triton_attention(
         *out.stride(),
         lq,
         lk,
+        lq + lk + 1 if window is None else window,  # a window wider than every row: no window
         **_constexprs(q3.dtype, d, block_m, block_n, causal),
         **options,
     )

@@ -4,6 +4,7 @@ scipy.special.softmax and torch.autograd."""
 from __future__ import annotations
 
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -23,17 +24,42 @@ def bottom_right(lq: int, lk: int) -> torch.Tensor:
     return torch.ones(lq, lk, dtype=torch.bool).tril(lk - lq)
 
 
-def reference(q, k, v, causal, scale=None):
-    """(out, lse) in float32 from torch's SDPA and torch.logsumexp (masked rows: 0 and -inf)."""
+def sliding_window(lq: int, lk: int, window: int) -> torch.Tensor:
+    """The bottom-right causal band of width W: the W most recent keys, by torch.tril/triu."""
+    ones = torch.ones(lq, lk, dtype=torch.bool)
+    return ones.tril(lk - lq) & ones.triu(lk - lq - window + 1)
+
+
+def expand_blocks(block_mask: np.ndarray, lq: int, lk: int, bq: int, bk: int) -> torch.Tensor:
+    """Each entry of the block mask as a bq × bk block of the pair mask (numpy.kron), cropped."""
+    dense = np.kron(block_mask, np.ones((bq, bk), dtype=bool))[:lq, :lk]
+    return torch.from_numpy(dense)
+
+
+def reference(q, k, v, causal, scale=None, mask=None):
+    """(out, lse) in float32 from torch's SDPA and torch.logsumexp (masked rows: 0 and -inf);
+    ``mask`` (True = attend) replaces the causal one when given."""
     q, k, v = (t.float() for t in (q, k, v))
     lq, lk = q.shape[-2], k.shape[-2]
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    mask = bottom_right(lq, lk) if causal else None
+    if mask is None and causal:
+        mask = bottom_right(lq, lk)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
     scores = (q @ k.transpose(-1, -2)) * scale
-    if causal:
+    if mask is not None:
         scores = scores.masked_fill(~mask, -math.inf)
+        out = out.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # torch < 2.5 gave NaN there
     return out, torch.logsumexp(scores, dim=-1)
+
+
+@pytest.fixture
+def two_threads():
+    """Run the test with two torch threads (``make test`` runs with one): the grid's workers."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    assert torch.get_num_threads() == 2, "the tiled functions must restore the thread count"
+    torch.set_num_threads(threads)
 
 
 def qkv(shape_q, lk, d_v=None, dtype=torch.float32, seed=0, magnitude=1.0):
@@ -52,6 +78,43 @@ def test_bottom_right_mask_is_torchs_causal_lower_right():
 
 
 # ------------------------------------------------------------------------------ cost formulas
+def test_io_of_standard_and_tiled_attention():
+    # FlashAttention's Theorem 2: Θ(N·d + N²) against Θ(N²·d²/M)
+    assert tiled.standard_attention_io(1024, 64) == 4 * 1024 * 64 + 4 * 1024**2
+    m = 48 * 1024  # 192 KB of float32: one A100 SM's SRAM; query blocks of 192 rows
+    n, d = 16_384, 64
+    passes = math.ceil(n / (m // (4 * d)))
+    assert tiled.tiled_attention_io(n, d, m) == 2 * n * d + passes * 2 * n * d
+    ratio = tiled.tiled_attention_io(n, d, m) / (8 * n**2 * d**2 / m)
+    assert 1.0 <= ratio <= 1.02  # ≈ 8·N²·d²/M
+    assert tiled.tiled_attention_io(n, d, 4 * m) < tiled.tiled_attention_io(n, d, m) / 3.5
+    with pytest.raises(ValueError, match="m must be at least 256"):
+        tiled.tiled_attention_io(n, 64, 100)
+
+
+def test_cache_sizes_are_read_from_linux(monkeypatch, tmp_path):
+    entries = {"index0": ("Data", "1", "48K"), "index1": ("Instruction", "1", "32K"),
+               "index2": ("Unified", "2", "2048K"), "index3": ("Unified", "3", "36M")}
+    for name, (kind, level, size) in entries.items():
+        (tmp_path / name).mkdir()
+        for field, value in (("type", kind), ("level", level), ("size", size)):
+            (tmp_path / name / field).write_text(value + "\n")
+    (tmp_path / "uevent").write_text("")
+    monkeypatch.setattr(tiled, "_CACHE_DIR", str(tmp_path))
+    assert tiled.cache_sizes() == {"L1": 48 * 2**10, "L2": 2 * 2**20, "L3": 36 * 2**20}
+    monkeypatch.setattr(tiled, "_CACHE_DIR", str(tmp_path / "missing"))
+    assert tiled.cache_sizes() == {}
+
+
+def test_bandwidth_and_matmul_throughput_are_measured():
+    assert 1e8 < tiled.copy_bandwidth(2**20, repeats=1) < 1e13  # 0.1 GB/s … 10 TB/s
+    assert 1e7 < tiled.matmul_flops(256, repeats=1) < 1e15
+    with pytest.raises(ValueError, match="nbytes must be at least 4"):
+        tiled.copy_bandwidth(2)
+    with pytest.raises(ValueError, match="repeats must be at least 1"):
+        tiled.matmul_flops(8, repeats=0)
+
+
 def test_flops_and_bytes():
     assert tiled.attention_flops(1024, 1024, 64) == 4 * 1024**2 * 64
     assert tiled.attention_flops(3, 5, 8, d_v=2) == 2 * 3 * 5 * (8 + 2)
@@ -122,6 +185,45 @@ def test_visited_tiles_are_exactly_the_tiles_with_a_visible_pair(lq, lk, bq, bk)
     assert tiled.visited_tiles(lq, lk, bq, bk).all()
 
 
+def brute_force_tiles(mask: np.ndarray, bq: int, bk: int) -> tuple[np.ndarray, np.ndarray]:
+    """(visited, masked) grids from the pair mask: some pair allowed; some allowed, some not."""
+    blocks = [[mask[i : i + bq, j : j + bk] for j in range(0, mask.shape[1], bk)]
+              for i in range(0, mask.shape[0], bq)]
+    visited = np.array([[b.any() for b in row] for row in blocks])
+    return visited, visited & np.array([[not b.all() for b in row] for row in blocks])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 9), st.integers(1, 9),
+       st.integers(1, 45), st.integers(0, 2**30))
+def test_window_and_block_mask_tiles_are_exactly_those_with_a_visible_pair(lq, lk, bq, bk,
+                                                                            window, seed):
+    block_mask = np.random.default_rng(seed).random((-(-lq // bq), -(-lk // bk))) < 0.6
+    for causal, w, blocks in [(True, window, None), (False, None, block_mask),
+                              (True, window, block_mask)]:
+        mask = (sliding_window(lq, lk, w) if w else torch.ones(lq, lk, dtype=torch.bool)).numpy()
+        if not causal:
+            assert w is None
+        if blocks is not None:
+            mask &= expand_blocks(blocks, lq, lk, bq, bk).numpy()
+        visited, masked = tiled._tile_grid(lq, lk, bq, bk, causal, w, blocks)
+        expected_visited, expected_masked = brute_force_tiles(mask, bq, bk)
+        assert np.array_equal(visited, expected_visited)
+        assert np.array_equal(masked, expected_masked)
+        assert np.array_equal(tiled.visited_tiles(lq, lk, bq, bk, causal, w, blocks), visited)
+        pairs = tiled.attention_mask(lq, lk, causal=causal, window=w, block_mask=blocks,
+                                     block_q=bq, block_k=bk)
+        assert torch.equal(pairs, torch.from_numpy(mask))
+
+
+def test_a_sliding_window_visits_a_band_of_tiles():
+    n, w, b = 4096, 512, 256
+    grid = tiled.visited_tiles(n, n, b, b, causal=True, window=w)
+    assert grid.sum() == 16 + 15 + 14  # the diagonal and two tiles below it (W = 2 tiles)
+    per_row = grid.sum(axis=1)
+    assert per_row.max() == w // b + 1  # O(N·W) tiles in all, not O(N²)
+
+
 def test_causal_skips_about_half_of_the_tiles():
     grid = tiled.visited_tiles(4096, 4096, 256, 256, causal=True)
     assert grid.size == 256 and grid.sum() == 16 * 17 // 2  # the lower triangle with diagonal
@@ -149,6 +251,87 @@ def test_forward_equals_torch_sdpa_and_logsumexp(shape, lk, causal, bq, bk):
     )
     np.testing.assert_allclose(np_out, out.numpy(), atol=1e-5, rtol=1e-5)
     np.testing.assert_allclose(np_lse, lse.numpy(), atol=1e-5, rtol=1e-5)
+
+
+SPARSE_CASES = [  # (shape of q, Lk, window, block-mask density, causal, block_q, block_k)
+    ((2, 3, 37, 16), 53, 5, None, True, 16, 16),  # Lq < Lk, ragged blocks
+    ((2, 53, 24), 37, 9, None, True, 16, 8),  # Lq > Lk: 16 fully masked rows
+    ((1, 2, 64, 32), 64, 1, None, True, 8, 8),  # each query sees itself only
+    ((1, 1, 70, 16), 70, 20, None, True, 64, 64),  # rows hidden in their first key tile
+    ((2, 40, 16), 57, None, 0.5, False, 16, 16),  # block-sparse, Lq < Lk
+    ((1, 2, 61, 16), 45, None, 0.4, True, 8, 16),  # block-sparse and causal, Lq > Lk
+    ((1, 50, 16), 50, 12, 0.7, True, 8, 8),  # all three
+]
+
+
+@pytest.mark.parametrize(("shape", "lk", "window", "density", "causal", "bq", "bk"),
+                         SPARSE_CASES)
+def test_window_and_block_sparse_equal_dense_attention_with_the_same_mask(
+    shape, lk, window, density, causal, bq, bk
+):
+    q, k, v = qkv(shape, lk, seed=3)
+    lq = shape[-2]
+    blocks = None
+    mask = sliding_window(lq, lk, window) if window else bottom_right(lq, lk) if causal else (
+        torch.ones(lq, lk, dtype=torch.bool))
+    if density is not None:
+        blocks = np.random.default_rng(lq).random((-(-lq // bq), -(-lk // bk))) < density
+        blocks[0] = False  # a whole query block without keys: its rows are fully masked
+        mask = mask & expand_blocks(blocks, lq, lk, bq, bk)
+    out, lse = reference(q, k, v, causal, mask=mask)
+    options = {"causal": causal, "window": window, "block_mask": blocks, "block_q": bq,
+               "block_k": bk}
+    got, got_lse = tiled.tiled_attention_forward(q, k, v, **options)
+    torch.testing.assert_close(got, out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got_lse, lse, atol=1e-5, rtol=1e-5)
+    hidden = ~mask.any(-1)
+    assert hidden.any() == (density is not None or lq > lk)
+    assert (got[..., hidden, :] == 0).all() and torch.isneginf(got_lse[..., hidden]).all()
+    np_out, np_lse = tiled.tiled_attention_numpy(q.numpy(), k.numpy(), v.numpy(), **options)
+    np.testing.assert_allclose(np_out, out.numpy(), atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(np_lse, lse.numpy(), atol=1e-5, rtol=1e-5)
+    grad_out = torch.randn(out.shape, generator=torch.Generator().manual_seed(2))
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    expected = torch.autograd.grad(reference(q, k, v, causal, mask=mask)[0], (q, k, v), grad_out)
+    got = torch.autograd.grad(tiled.tiled_attention(q, k, v, **options), (q, k, v), grad_out)
+    for g, e in zip(got, expected, strict=True):
+        torch.testing.assert_close(g, e, atol=1e-5, rtol=1e-5)
+
+
+def test_a_row_hidden_in_its_first_key_tile_keeps_very_negative_scores():
+    # Window 8, one query block, key tiles of 16: rows 23 on see nothing in the first key tile.
+    # Every score is about -150 (base 2: -216), far below a running max started at 0: 2^-216
+    # underflows in float32, so a row must take its own max when it first sees a key.
+    g = torch.Generator().manual_seed(0)
+    u = F.normalize(torch.randn(16, generator=g), dim=0)
+    q = -30.0 * u + 0.1 * torch.randn(64, 16, generator=g)
+    k = 20.0 * u + 0.1 * torch.randn(64, 16, generator=g)
+    v = torch.randn(64, 16, generator=g)
+    mask = sliding_window(64, 64, 8)
+    exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
+    scores = (q @ k.T / 4).masked_fill(~mask, -math.inf)
+    assert scores.max(-1).values.max() < -100
+    got, lse = tiled.tiled_attention_forward(q, k, v, causal=True, window=8, block_q=64,
+                                             block_k=16)
+    torch.testing.assert_close(got.double(), exact, atol=1e-4, rtol=0)
+    assert torch.isfinite(lse).all() and (lse < -100).all()
+
+
+def test_sparsity_options_are_checked():
+    q, k, v = qkv((2, 4, 8), 4)
+    with pytest.raises(ValueError, match="window needs causal=True"):
+        tiled.tiled_attention_forward(q, k, v, window=2)
+    with pytest.raises(ValueError, match="window must be at least 1"):
+        tiled.tiled_attention_forward(q, k, v, causal=True, window=0)
+    with pytest.raises(TypeError, match="window must be an int"):
+        tiled.visited_tiles(4, 4, 2, 2, causal=True, window=2.5)
+    with pytest.raises(ValueError, match=r"block_mask must have shape \(2, 2\)"):
+        tiled.tiled_attention_forward(q, k, v, block_mask=np.ones((2, 3), bool), block_q=2,
+                                      block_k=2)
+    with pytest.raises(TypeError, match="block_mask must be a boolean array"):
+        tiled.tiled_attention(q, k, v, block_mask=np.ones((1, 1)))
+    with pytest.raises(ValueError, match="window needs causal=True"):
+        tiled.attention_mask(4, 4, window=2)
 
 
 def test_fully_masked_rows_give_zero_and_minus_inf():
@@ -262,6 +445,67 @@ def test_gradients_equal_autograd_through_torch_sdpa():
         torch.testing.assert_close(g, e, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_grid_of_workers_gives_the_same_bits_on_every_run(two_threads, causal):
+    q, k, v = (t.requires_grad_() for t in qkv((1, 1, 700, 32), 700))
+    grad_out = torch.randn(1, 1, 700, 32, generator=torch.Generator().manual_seed(1))
+
+    def run():
+        out = tiled.tiled_attention(q, k, v, causal=causal, block_q=64, block_k=64)
+        return (out, *torch.autograd.grad(out, (q, k, v), grad_out))
+
+    first = run()
+    assert torch.get_num_threads() == 2
+    for _ in range(3):  # the order of dQ's additions does not depend on timing
+        assert all(torch.equal(a, b) for a, b in zip(first, run(), strict=True))
+    expected_out, _ = reference(q, k, v, causal)
+    expected = torch.autograd.grad(expected_out, (q, k, v), grad_out)
+    torch.testing.assert_close(first[0], expected_out, atol=1e-5, rtol=1e-5)
+    for g, e in zip(first[1:], expected, strict=True):
+        torch.testing.assert_close(g, e, atol=1e-5, rtol=1e-5)
+    torch.set_num_threads(1)  # one batch·head: the same calls on one thread, the same bits
+    assert all(torch.equal(a, b) for a, b in zip(first, run(), strict=True))
+    torch.set_num_threads(2)
+
+
+def test_workers_share_batch_heads_when_there_is_one_query_block(two_threads):
+    q, k, v = qkv((3, 5, 20, 16), 30)  # one query block, 15 batch·heads over two workers
+    out, lse = reference(q, k, v, causal=True)
+    got, got_lse = tiled.tiled_attention_forward(q, k, v, causal=True)
+    torch.testing.assert_close(got, out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got_lse, lse, atol=1e-5, rtol=1e-5)
+    q, k, v = (t.double().requires_grad_() for t in qkv((3, 5, 4), 4, d_v=2))
+    assert torch.autograd.gradcheck(
+        lambda q, k, v: tiled.tiled_attention(q, k, v, causal=True, block_q=4, block_k=2),
+        (q, k, v))
+
+
+def test_a_failing_worker_does_not_leave_the_others_waiting(two_threads, monkeypatch):
+    q, k, v = qkv((1, 1, 256, 16), 256)
+    options = {"causal": True, "window": 100, "block_q": 64, "block_k": 64}
+    out, lse = tiled.tiled_attention_forward(q, k, v, **options)
+    real = tiled._hidden
+
+    def hidden(q_start, q_end, k_start, *args):  # key block 0, which the others wait for, fails
+        if k_start == 0 and q_start == 64:
+            raise MemoryError("simulated")
+        return real(q_start, q_end, k_start, *args)
+
+    monkeypatch.setattr(tiled, "_hidden", hidden)
+    raised = []
+
+    def backward():
+        try:
+            tiled.tiled_attention_backward(q, k, v, out, lse, torch.ones_like(out), **options)
+        except (MemoryError, RuntimeError) as error:
+            raised.append(error)
+
+    thread = threading.Thread(target=backward)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive() and raised, "the backward pass hung or did not raise"
+
+
 def test_backward_checks_shapes():
     q, k, v = qkv((3, 4), 5)
     out, lse = tiled.tiled_attention_forward(q, k, v)
@@ -280,13 +524,21 @@ def test_peak_extra_memory_rejects_unknown_methods():
 
 
 def test_naive_attention_needs_the_n_by_n_matrices_and_tiled_does_not():
-    n = 1536  # naive: two 1536² float32 matrices = 18 MiB; tiled: one 1024 × 512 tile, 2 MiB
+    n = 1536  # naive: two 1536² float32 matrices = 18 MiB; tiled: one 1024 × 256 tile, 1 MiB
     with ThreadPoolExecutor(2) as pool:  # two fresh processes side by side
         naive, tiled_bytes = pool.map(
             lambda m: tiled.peak_extra_memory(m, n, threads=1), ["naive", "tiled"]
         )
     assert 0.95 <= naive / tiled.naive_attention_bytes(n, n) <= 1.2
     assert tiled_bytes < naive / 4
+
+
+def test_forward_and_backward_need_the_gradients_and_two_small_tiles():
+    n, d = 4096, 64
+    tensors = 4 * n * d * 4  # out, dq, dk, dv in float32: 4 MiB
+    tiles = 2 * tiled.BACKWARD_BLOCK_Q * tiled.BACKWARD_BLOCK_K * 4  # P and dP: 256 KiB
+    measured = tiled.peak_extra_memory("tiled", n, d, threads=1, backward=True)
+    assert 0.95 * tensors <= measured <= 1.15 * (tensors + tiles)
 
 
 def test_peak_extra_memory_falls_back_where_the_peak_cannot_be_reset(monkeypatch, tmp_path):

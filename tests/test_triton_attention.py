@@ -21,11 +21,15 @@ pytest.importorskip("triton")
 DEVICE = "cpu" if interpreter_mode() else "cuda"
 
 
-def reference(q, k, v, causal):
-    """(out, lse) in float32: torch's SDPA with a bottom-right mask, and torch.logsumexp."""
+def reference(q, k, v, causal, window=None):
+    """(out, lse) in float32: torch's SDPA with a bottom-right mask (a band of width ``window``
+    with one), and torch.logsumexp."""
     q, k, v = (t.float() for t in (q, k, v))
     lq, lk = q.shape[-2], k.shape[-2]
-    mask = torch.ones(lq, lk, dtype=torch.bool, device=q.device).tril(lk - lq) if causal else None
+    ones = torch.ones(lq, lk, dtype=torch.bool, device=q.device)
+    mask = ones.tril(lk - lq) if causal else None
+    if window is not None:
+        mask = mask & ones.triu(lk - lq - window + 1)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
     if causal:
@@ -63,6 +67,24 @@ def test_float32_equals_torch(lead, lq, lk, d, causal):
     assert got.shape == out.shape and got_lse.shape == lse.shape and got_lse.dtype == torch.float32
     torch.testing.assert_close(got, out, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(got_lse, lse, atol=1e-5, rtol=1e-5)  # -inf rows must match too
+
+
+@pytest.mark.parametrize(
+    ("lq", "lk", "window", "block_m", "block_n"),
+    [
+        (37, 53, 7, 16, 16),  # Lq < Lk, a window narrower than a block
+        (53, 37, 20, 16, 16),  # Lq > Lk: 16 fully masked rows
+        (64, 64, 1, 16, 32),  # each query sees itself only
+        (70, 70, 40, 16, 16),  # blocks wholly inside the band run without masks
+    ],
+)
+def test_sliding_window_equals_torch_with_the_band_mask(lq, lk, window, block_m, block_n):
+    q, k, v = qkv((2,), lq, lk, 32, seed=lq)
+    out, lse = reference(q, k, v, causal=True, window=window)
+    got, got_lse = triton_attention(q, k, v, causal=True, window=window, block_m=block_m,
+                                    block_n=block_n)
+    torch.testing.assert_close(got, out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got_lse, lse, atol=1e-5, rtol=1e-5)
 
 
 def test_fully_masked_rows_give_zero_and_minus_inf():
@@ -107,6 +129,8 @@ def test_bad_input():
         triton_attention(q, k, v[..., :8])
     with pytest.raises(TypeError, match="float16, bfloat16 or float32"):
         triton_attention(q.double(), k.double(), v.double())
+    with pytest.raises(ValueError, match="window needs causal=True"):
+        triton_attention(q, k, v, window=4)
     if interpreter_mode():
         with pytest.raises(ValueError, match="must be on the cpu device"):
             triton_attention(q.to("meta"), k.to("meta"), v.to("meta"))

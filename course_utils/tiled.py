@@ -275,7 +275,7 @@ def _tiles(
     visit, masked = _tile_grid(lq, lk, block_q, block_k, causal, window, block_mask)
     for i, q_start in enumerate(range(0, lq, block_q)):
         key_tiles = [(j * block_k, min((j + 1) * block_k, lk), bool(masked[i, j]))
-                     for j in np.flatnonzero(visit[i])]
+                     for j in np.flatnonzero(visit[i]).tolist()]
         yield q_start, min(q_start + block_q, lq), key_tiles
 
 
@@ -525,7 +525,7 @@ def tiled_attention_forward(
         ell = torch.zeros_like(m)
         acc = torch.zeros(*shape, d_v, dtype=work, device=device)
         fresh = True  # some row has seen no key yet
-        for j in np.flatnonzero(visit[i]):
+        for j in np.flatnonzero(visit[i]).tolist():
             k_start, k_end = j * block_k, min((j + 1) * block_k, lk)
             s = buffers[worker][: math.prod(shape) * (k_end - k_start)].view(*shape, -1)
             torch.baddbmm(m, q3[batch, q_start:q_end], k_t[batch, :, k_start:k_end], beta=-1,
@@ -641,7 +641,7 @@ def tiled_attention_backward(
             buffers[worker] = torch.empty(2, size, dtype=work, device=device)
         k_blk, v_blk = k3[batch, k_start:k_end], v3[batch, k_start:k_end]
         dk_blk, dv_blk = dk[batch, k_start:k_end], dv[batch, k_start:k_end]
-        for i in np.flatnonzero(visit[:, j]):
+        for i in np.flatnonzero(visit[:, j]).tolist():
             qs = slice(i * block_q, min((i + 1) * block_q, lq))
             shape = (batch.stop - batch.start, qs.stop - qs.start, k_end - k_start)
             s, dp = (b[: math.prod(shape)].view(shape) for b in buffers[worker])
@@ -656,8 +656,11 @@ def tiled_attention_backward(
                           out=dp)  # dP − D
             ds = p.mul_(dp)
             dk_blk.baddbmm_(ds.transpose(1, 2), q3[batch, qs], alpha=scale)
-            with ready:  # wait for this key block's turn in query block i
-                ready.wait_for(lambda i=i: failed or turn[batch.start, i] == rank[i, j])
+            def my_turn(i: int = i) -> bool:  # this key block's turn to add to dQ of block i
+                return bool(failed) or turn[batch.start, i] == rank[i, j]
+
+            with ready:
+                ready.wait_for(my_turn)
                 if failed:
                     raise RuntimeError("another worker of the backward pass failed") from failed[0]
             dq[batch, qs].baddbmm_(ds, k_blk, alpha=scale)
@@ -689,14 +692,14 @@ class TiledAttention(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, options, forward_tiles, backward_tiles):  # type: ignore[override]
+    def forward(ctx, q, k, v, options, forward_tiles, backward_tiles):
         out, lse = tiled_attention_forward(q, k, v, **options, **forward_tiles)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.options = {**options, **backward_tiles}
         return out
 
     @staticmethod
-    def backward(ctx, grad_out):  # type: ignore[override]
+    def backward(ctx, grad_out):
         q, k, v, out, lse = ctx.saved_tensors
         dq, dk, dv = tiled_attention_backward(q, k, v, out, lse, grad_out, **ctx.options)
         return dq, dk, dv, None, None, None
@@ -819,7 +822,7 @@ def peak_extra_memory(
     """
     if method not in ("naive", "tiled", "fused"):
         raise ValueError(f"method must be 'naive', 'tiled' or 'fused', got {method!r}")
-    ns = [n] if isinstance(n, (int, np.integer)) and not isinstance(n, bool) else list(n)
+    ns = [n] if isinstance(n, (int, np.integer)) or isinstance(n, bool) else list(n)
     for value in ns:
         check_int(value, "n")
     check_int(d, "d")

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from course_utils.tiled import _check_tensors
+from course_utils.tiled import check_tensors
 
 CHUNK = 128  # rows per chunk of the causal prefix sums: memory O(N·CHUNK + (N/CHUNK)·r·d_v)
 FeatureMap = Callable[[torch.Tensor], torch.Tensor]
@@ -52,7 +52,7 @@ def linear_attention(
     before it) plus the chunk's own lower triangle. ``feature_map`` maps ``(..., L, d)`` to
     non-negative ``(..., L, r)`` features (default :func:`elu_feature_map`).
     """
-    lq, lk, _, _ = _check_tensors(q, k, v, 1, 1, None)
+    lq, lk, _, _ = check_tensors(q, k, v, 1, 1, None)
     phi_q, phi_k = _features(q, k, feature_map)
     work = phi_q.dtype
     v = v.to(work)
@@ -86,7 +86,7 @@ def linear_attention_step(
     None to start from zeros. The state has the same size at every step: ``O(r·d_v)``, however
     long the sequence.
     """
-    _check_tensors(q.unsqueeze(-2), k.unsqueeze(-2), v.unsqueeze(-2), 1, 1, None)
+    check_tensors(q.unsqueeze(-2), k.unsqueeze(-2), v.unsqueeze(-2), 1, 1, None)
     phi_q, phi_k = (t.squeeze(-2) for t in _features(q.unsqueeze(-2), k.unsqueeze(-2),
                                                        feature_map))
     v = v.to(phi_k.dtype)

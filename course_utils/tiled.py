@@ -292,7 +292,7 @@ def visited_tiles(
     """
     for name, value in (("lq", lq), ("lk", lk), ("block_q", block_q), ("block_k", block_k)):
         check_int(value, name)
-    window, block_mask = _check_sparsity(causal, window, block_mask, lq, lk, block_q, block_k)
+    window, block_mask = check_sparsity(causal, window, block_mask, lq, lk, block_q, block_k)
     return _tile_grid(lq, lk, block_q, block_k, causal, window, block_mask)[0]
 
 
@@ -311,7 +311,7 @@ def attention_mask(
     block_k = BLOCK_K if block_k is None else block_k
     for name, value in (("lq", lq), ("lk", lk), ("block_q", block_q), ("block_k", block_k)):
         check_int(value, name)
-    window, block_mask = _check_sparsity(causal, window, block_mask, lq, lk, block_q, block_k)
+    window, block_mask = check_sparsity(causal, window, block_mask, lq, lk, block_q, block_k)
     offset = torch.arange(lk)[None, :] - torch.arange(lq)[:, None] - (lk - lq)  # j − i − (Lk − Lq)
     allowed = offset <= 0 if causal else torch.ones(lq, lk, dtype=torch.bool)
     if window is not None:
@@ -357,7 +357,7 @@ def tiled_attention_numpy(
         if t.dtype not in (np.float32, np.float64):
             raise TypeError(f"{name} must be a float32 or float64 array, got dtype {t.dtype}")
     lq, lk, d, scale = _check_shapes(q.shape, k.shape, v.shape, block_q, block_k, scale)
-    window, block_mask = _check_sparsity(causal, window, block_mask, lq, lk, block_q, block_k)
+    window, block_mask = check_sparsity(causal, window, block_mask, lq, lk, block_q, block_k)
     dtype = np.result_type(q, k, v)
     out = np.zeros(q.shape[:-1] + v.shape[-1:], dtype=dtype)
     lse = np.full(q.shape[:-1], -np.inf, dtype=dtype)
@@ -500,8 +500,8 @@ def tiled_attention_forward(
     (:func:`_launch`): the parallelism of a GPU grid, with no synchronisation between tiles.
     The default tiles are :data:`BLOCK_Q` × :data:`BLOCK_K`.
     """
-    lq, lk, d, scale = _check_tensors(q, k, v, block_q, block_k, scale)
-    window, block_mask = _check_sparsity(causal, window, block_mask, lq, lk, block_q, block_k)
+    lq, lk, d, scale = check_tensors(q, k, v, block_q, block_k, scale)
+    window, block_mask = check_sparsity(causal, window, block_mask, lq, lk, block_q, block_k)
     visit, masked = _tile_grid(lq, lk, block_q, block_k, causal, window, block_mask)
     work = torch.float32 if q.dtype in _HALF else q.dtype
     d_v, device = v.shape[-1], q.device
@@ -600,8 +600,8 @@ def tiled_attention_backward(
     on every run. The queue hands the key blocks out in increasing order, so the worker holding
     the lowest never waits: no deadlock.
     """
-    lq, lk, d, scale = _check_tensors(q, k, v, block_q, block_k, scale)
-    window, block_mask = _check_sparsity(causal, window, block_mask, lq, lk, block_q, block_k)
+    lq, lk, d, scale = check_tensors(q, k, v, block_q, block_k, scale)
+    window, block_mask = check_sparsity(causal, window, block_mask, lq, lk, block_q, block_k)
     if out.shape != q.shape[:-1] + v.shape[-1:] or grad_out.shape != out.shape:
         raise ValueError(
             f"out and grad_out must have shape {tuple(q.shape[:-1] + v.shape[-1:])}, "
@@ -860,7 +860,7 @@ def _as_float_vector(name: str, x: object) -> np.ndarray:
     return array
 
 
-def _check_sparsity(
+def check_sparsity(
     causal: bool, window: object, block_mask: object, lq: int, lk: int, block_q: int, block_k: int
 ) -> tuple[int | None, np.ndarray | None]:
     """Check ``window`` (an int ≥ 1, with ``causal=True``) and ``block_mask`` (a boolean
@@ -916,7 +916,11 @@ def _check_shapes(
     return int(q_shape[-2]), int(k_shape[-2]), d, float(scale)
 
 
-def _check_tensors(q, k, v, block_q, block_k, scale) -> tuple[int, int, int, float]:
+def check_tensors(q, k, v, block_q, block_k, scale) -> tuple[int, int, int, float]:
+    """The attention inputs of this module and of :mod:`course_utils.triton_attention` and
+    :mod:`course_utils.linear_attention`: ``q (..., Lq, d)``, ``k (..., Lk, d)``,
+    ``v (..., Lk, d_v)`` float tensors of one dtype and device with equal leading axes, tile sizes
+    and the scale checked; returns ``Lq``, ``Lk``, ``d`` and the scale (``1/√d`` for None)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")

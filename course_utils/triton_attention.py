@@ -53,7 +53,7 @@ from typing import Any
 import torch
 
 from course_utils.env import cuda_capability, supports_bfloat16
-from course_utils.tiled import _check_sparsity, _check_tensors
+from course_utils.tiled import check_sparsity, check_tensors
 
 _LN2 = math.log(2.0)
 _LOG2E = 1.0 / _LN2
@@ -399,8 +399,8 @@ def triton_attention(
     default to :func:`launch_config` for this GPU. On a GPU older than compute capability 7.5
     it raises RuntimeError; bfloat16 below 8.0 is a TypeError (:func:`supported_dtypes`).
     """
-    lq, lk, d, scale = _check_tensors(q, k, v, 16, 16, scale)
-    window, _ = _check_sparsity(causal, window, None, lq, lk, 16, 16)
+    lq, lk, d, scale = check_tensors(q, k, v, 16, 16, scale)
+    window, _ = check_sparsity(causal, window, None, lq, lk, 16, 16)
     if q.dtype == torch.float64:
         raise TypeError("q, k and v must be float16, bfloat16 or float32 for the Triton kernel")
     if v.shape[-1] != d:

@@ -1,10 +1,17 @@
-"""Hypothesis profiles. ``make test`` and CI use ``ci``: every property test draws the same
+"""Shared test set-up: the Hypothesis profiles, and the package built as a learner gets it.
+
+Hypothesis profiles. ``make test`` and CI use ``ci``: every property test draws the same
 examples on every run (derandomized, no example database), so a run can only fail for a change in
 the code. To search afresh for counterexamples, run the property tests with
 ``HYPOTHESIS_PROFILE=explore`` (random examples; failures are remembered in ``.hypothesis/``)."""
 
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
@@ -14,14 +21,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # --- the package as a learner installs it -------------------------------------------------------
 
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
-
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def purelib(python: Path | str) -> Path:
+    """The site-packages folder of the interpreter ``python`` (a venv's, say)."""
+    return Path(subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip())
 
 
 @pytest.fixture(scope="session")

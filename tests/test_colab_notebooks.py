@@ -23,7 +23,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, purelib
 
 sys.path.insert(0, str(ROOT / "tools"))
 import notebooks as nbtools  # noqa: E402
@@ -45,7 +45,7 @@ DRIVER = textwrap.dedent(
     client = nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
                                      resources={"metadata": {"path": "."}})
     client.execute()
-    print(nb.cells[-1].outputs[-1]["text"])
+    print("".join(out.get("text", "") for out in nb.cells[-1].outputs))  # streams may be split
     """
 )
 
@@ -93,20 +93,13 @@ def colab_runtime(base: Path, where: Path) -> tuple[Path, dict[str, str]]:
     """A fresh environment on top of the Colab one: its Python, and the process environment."""
     subprocess.run([base, "-m", "venv", "--without-pip", where / "venv"], check=True)
     python = where / "venv" / "bin" / "python"
-    site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()
-    base_site = subprocess.run(
-        [base, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()
+    site, base_site = purelib(python), purelib(base)
     stub = where / "stub" / "google"
     (stub / "colab").mkdir(parents=True)
     (stub / "__init__.py").write_text("")
     (stub / "colab" / "__init__.py").write_text('"""A stand-in for Colab\'s module."""\n')
     # Colab's packages, then the stand-in, imported at start-up as Colab's kernel does.
-    (Path(site) / "colab.pth").write_text(f"{base_site}\n{where / 'stub'}\nimport google.colab\n")
+    (site / "colab.pth").write_text(f"{base_site}\n{where / 'stub'}\nimport google.colab\n")
     kernels = where / "jupyter" / "kernels" / "python3"
     kernels.mkdir(parents=True)
     argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]

@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import purelib
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -54,19 +55,16 @@ def colab(tmp_path_factory, distributions):
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()
+    site = purelib(python)
     # Plain path entries: the .pth files there (our own editable install) are not processed.
-    (Path(site) / "preinstalled.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (site / "preinstalled.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     cell = tmp / "setup_cell.py"
     cell.write_text(nbtools.setup_cell_source())
     script = tmp / "run.py"
     script.write_text(SCRIPT)
     env = {**offline, "COURSE_UTILS_SOURCE": str(wheel)}
     env.pop("PYTHONPATH", None)
-    return python, Path(site), script, cell, env, tmp
+    return python, site, script, cell, env, tmp
 
 
 def run(colab, mode):

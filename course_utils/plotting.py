@@ -53,3 +53,11 @@ def text_color(value: float, vmin: float, vmax: float, cmap: str = COLORMAP) -> 
 
     luminance = 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b)
     return "black" if luminance > 0.179 else "white"
+
+
+def show(fig: Any = None) -> None:
+    """``plt.show()`` for the course's figures: every notebook ends a plot cell with
+    ``plotting.show()``."""
+    import matplotlib.pyplot as plt
+
+    plt.show()

@@ -30,7 +30,7 @@ def test_a_right_answer_passes_and_reports_every_case(capsys):
     assert isinstance(result, CheckResult)
     assert result.status is Status.PASSED and result.passed and result.n_passed == 2
     assert capsys.readouterr().out == "  ✓ small\n  ✓ negative\n"
-    assert repr(result) == "square: passed (2/2 cases)"
+    assert repr(result) == "square: passed: 2 of 2 cases pass"
 
 
 def test_a_stub_is_not_attempted_and_says_so(capsys):
@@ -45,7 +45,7 @@ def test_a_stub_is_not_attempted_and_says_so(capsys):
 
 def test_a_failure_is_printed_with_its_reason(capsys):
     result = check_function(lambda x: x * 2, cases=CASES, reference=square, name="square")
-    assert result.status is Status.FAILED and repr(result) == "square: failed (0/2 cases)"
+    assert result.status is Status.FAILED and repr(result) == "square: failed: 0 of 2 cases pass"
     assert capsys.readouterr().out.splitlines()[0] == (
         "  ✗ small: values differ: expected [1., 4.], got [2., 4.]; 1 of 2 entries differ, "
         "the worst at [0]: expected 1.0, got 2.0 (|error| 1)")

@@ -44,6 +44,27 @@ class Status(Enum):
     NOT_ATTEMPTED = "not attempted"
 
 
+#: The kinds of exercise (issue 18): re-doing what a cell showed; writing down a number before
+#: running anything; deriving a formula the notebook used; finding and fixing a bug with a named
+#: symptom; the same result under a stated rule; a variant the notebook did not show.
+EXERCISE_KINDS = ("practice", "predict", "derive", "debug", "constrain", "extend")
+
+
+def exercise(kind: str) -> Callable[[Callable], Callable]:
+    """Mark a checker with its exercise's kind (one of :data:`EXERCISE_KINDS`): ``checker.kind``.
+
+    The notebook's heading names the same kind: ``### Exercise 2 (predict): ...``.
+    """
+    if kind not in EXERCISE_KINDS:
+        raise ValueError(f"kind must be one of {EXERCISE_KINDS}, got {kind!r}")
+
+    def mark(checker: Callable) -> Callable:
+        checker.kind = kind  # type: ignore[attr-defined]
+        return checker
+
+    return mark
+
+
 class RuleBroken(Exception):
     """Raised by a checker around the learner's code when it breaks a rule the exercise states
     (no ``@``, no loop, read once); the message is the verdict."""
@@ -101,7 +122,7 @@ class CheckResult:
     def __repr__(self) -> str:
         if self.status is Status.NOT_ATTEMPTED:
             return f"{self.name}: not attempted yet (replace `raise NotImplementedError` with code)"
-        return f"{self.name}: {self.status.value} ({self.n_passed}/{len(self.cases)} cases)"
+        return f"{self.name}: {self.status.value}: {self.n_passed} of {len(self.cases)} cases pass"
 
 
 def wraps_answer(func: Any) -> Callable[[Callable], Callable]:
@@ -385,4 +406,39 @@ def check_function(
     if verbose:
         for r in results:
             print(f"  ✓ {r.label}" if r.passed else f"  ✗ {r.label}: {r.message}")
+    return result
+
+
+def check_number(
+    answer: Any,
+    expected: float,
+    *,
+    name: str,
+    label: str,
+    explanation: str,
+    rtol: float = 0.05,
+    atol: float = 0.0,
+    verbose: bool = True,
+) -> CheckResult:
+    """A *predict* exercise's verdict: ``answer`` (a number the learner wrote down) within
+    ``rtol``/``atol`` of ``expected``. ``...`` (the stub) means "not attempted yet"; the
+    ``explanation`` of the right value is printed whether the answer passes or fails.
+    """
+    if answer is Ellipsis:
+        return CheckResult(name, Status.NOT_ATTEMPTED, [])
+    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (int, float, np.number)):
+        message = f"expected a number, got {_describe(answer)}"
+    elif not np.isfinite(answer):
+        message = f"expected a finite number, got {answer}"
+    elif abs(float(answer) - expected) <= atol + rtol * abs(expected):
+        message = ""
+    else:
+        tolerance = f"within {rtol:.0%}" if rtol else f"within {atol:g}"
+        message = f"expected about {expected:.6g} ({tolerance}), got {float(answer):.6g}"
+    passed = not message
+    result = CheckResult(name, Status.PASSED if passed else Status.FAILED,
+                         [CaseResult(label, passed, message or "ok")])
+    if verbose:
+        verdict = f"  ✓ {label}" if passed else f"  ✗ {label}: {message}"
+        print(f"{verdict}. {explanation}")
     return result

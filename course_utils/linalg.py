@@ -132,9 +132,11 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
         sizes = {shape[axis] for shape in checked if len(shape) >= -axis}
         sizes.discard(1)
         if len(sizes) > 1:
+            in_order = list(dict.fromkeys(shape[axis] for shape in checked  # argument order
+                                          if len(shape) >= -axis and shape[axis] != 1))
             raise ValueError(
                 f"shapes {', '.join(map(str, checked))} do not broadcast: axis {axis} (counted "
-                f"from the right) has sizes {sorted(sizes)}; sizes must be equal or 1"
+                f"from the right) has sizes {in_order}; sizes must be equal or 1"
             )
         result.append(sizes.pop() if sizes else 1)
     return tuple(result)

@@ -1,10 +1,13 @@
 """Notebook 01's checkers: right answers pass, plausible mistakes fail with a reason."""
 
 import numpy as np
+import torch
 from checker_table import right, table_test, wrong
 
 from course_utils.checks import nb01
 from course_utils.linalg import broadcast_shape
+
+np_broadcast_shapes = np.broadcast_shapes  # imported under another name
 
 
 def require_3d(x):
@@ -16,6 +19,17 @@ def require_lengths(x, lengths):
     require_3d(x)
     if lengths.min() < 1 or lengths.max() > x.shape[1]:
         raise ValueError(f"lengths must lie in 1..{x.shape[1]}, got {lengths}")
+
+
+def broadcast_shape_by_arrays(shape_a, shape_b):  # right numbers, but builds arrays
+    return (np.zeros(shape_a) + np.zeros(shape_b)).shape
+
+
+def broadcast_shape_by_strided_arrays(shape_a, shape_b):  # arrays of no memory, np.broadcast
+    zero = np.zeros(1)
+    a = np.lib.stride_tricks.as_strided(zero, shape_a, (0,) * len(shape_a))
+    b = np.lib.stride_tricks.as_strided(zero, shape_b, (0,) * len(shape_b))
+    return np.broadcast(a, b).shape
 
 
 def last_real_token_by_loop(x, lengths):
@@ -64,24 +78,61 @@ ROWS = [
         no_length_check=(lambda x, n: require_3d(x) or x[np.arange(len(x)), n - 1],
                          "length 0 has no last token: should raise ValueError, returned array"),
     ),
-    *right(nb01.check_broadcast_shape, course_utils=broadcast_shape,
-           padding=broadcast_shape_by_padding),
+    *right(nb01.check_broadcast_shape, padding=broadcast_shape_by_padding),
     *wrong(
         nb01.check_broadcast_shape,
         left_aligned=(broadcast_shape_left_aligned, "should raise ValueError, returned (2, 3)"),
         max_of_sizes=(broadcast_shape_with_max, "item 1: values differ: expected 0, got 1"),
-        numpy_shapes_as_list=(lambda a, b: list(broadcast_shape(a, b)),
-                              "expected a tuple of 3 items, got list [32, 128, 768]"),
+        as_list=(lambda a, b: list(broadcast_shape_by_padding(a, b)),
+                 "expected a tuple of 3 items, got list [32, 128, 768]"),
+        # the rule: no ready-made helper, however imported, and no arrays of those shapes
+        numpy_helper=(lambda a, b: np.broadcast_shapes(a, b),
+                      "it calls np.broadcast_shapes: the rule is to apply the three rules"),
+        numpy_helper_imported=(lambda a, b: np_broadcast_shapes(a, b),
+                               "it calls np.broadcast_shapes"),
+        course_utils_helper=(broadcast_shape, "it calls linalg.broadcast_shape"),
+        torch_helper=(lambda a, b: tuple(torch.broadcast_shapes(a, b)),
+                      "it calls torch.broadcast_shapes"),
+        broadcast_to=(lambda a, b: np.broadcast_to(np.zeros(b), a).shape,
+                      "it calls np.broadcast_to"),
+        builds_arrays=(broadcast_shape_by_arrays,
+                       "it builds arrays of these shapes (MemoryError): the rule is to work on "
+                       "the shape tuples only"),
+        strided_arrays=(broadcast_shape_by_strided_arrays,
+                        "it builds arrays of these shapes (broadcast dimensions too large)"),
     ),
-    *right(nb01.check_flatten_tokens, worked=lambda x: require_3d(x) or x.reshape(-1, x.shape[-1]),
-           by_rows=lambda x: require_3d(x) or np.concatenate(list(x))),
+    *right(nb01.check_broadcast_memory, exact=1000 * 1000 * 768 * 4 / 2**20, rounded=2930,
+           in_gib_times_1024=2.86 * 1024),
     *wrong(
-        nb01.check_flatten_tokens,
-        sequence_major=(lambda x: require_3d(x) or x.transpose(1, 0, 2).reshape(-1, x.shape[-1]),
-                        "the worst at [1, 0]: expected 4, got 12"),
-        batch_rows=(lambda x: require_3d(x) or x.reshape(x.shape[0], -1),
-                    "shape: expected (6, 4), got (2, 12)"),
-        flat=(lambda x: require_3d(x) or x.ravel(), "shape: expected (6, 4), got (24,)"),
+        nb01.check_broadcast_memory,
+        bytes=(3.072e9, "that is the count in bytes"),
+        gib=(2.86, "that is GiB"),
+        float64=(5859.4, "that is float64"),
+        numbers=(732.4, "that counts numbers, not bytes"),
+        one_input=(2.93, "one (1000, 768) array"),
+        no_d_model=(3.8, "keeps the d_model axis"),
+        megabytes=(3072.0, "that is MB (10**6 bytes)"),
+        rounded_up=(3000.0, "expected about 2929.69 (within 1%), got 3000"),
+        far_off=(100.0, "expected about 2929.69 (within 1%), got 100"),
+        not_a_number=("3 GB", "expected a number, got str"),
+    ),
+    *right(nb01.check_mean_pool,
+           worked=lambda x, n: (x * (np.arange(x.shape[1])[None, :] < n[:, None])[:, :, None]
+                                ).sum(axis=1) / n[:, None],
+           by_loop=lambda x, n: np.stack([x[b, :k].mean(axis=0) for b, k in enumerate(n)])),
+    *wrong(
+        nb01.check_mean_pool,
+        as_given=(lambda x, n: (x * (np.arange(x.shape[1]) < n)).sum(axis=1) / n,
+                  "(2, 4, 3), lengths [4, 2]: batch, seq and d differ: raised ValueError"),
+        mask_not_stretched=(
+            lambda x, n: (x * (np.arange(x.shape[1])[None, :] < n[:, None])).sum(axis=1)
+            / n[:, None], "(2, 4, 3), lengths [4, 2]: batch, seq and d differ: raised ValueError"),
+        divides_by_seq=(lambda x, n: (x * (np.arange(x.shape[1])[None, :] < n[:, None])[
+            :, :, None]).sum(axis=1) / x.shape[1], "values differ"),
+        padding_included=(lambda x, n: x.sum(axis=1) / n[:, None],
+                          "lengths [3, 1, 2] -> [[3, 4, 5], [9, 10, 11], [19.5, 20.5, 21.5]]: "
+                          "values differ"),
+        plain_mean=(lambda x, n: x.mean(axis=1), "values differ"),
     ),
 ]
 

@@ -4,7 +4,7 @@ import numpy as np
 from checker_table import right, table_test, wrong
 
 from course_utils.checks import nb02
-from course_utils.linalg import cosine_similarity, matmul_loops
+from course_utils.linalg import cosine_similarity
 
 
 def require_inner(a, b):
@@ -42,11 +42,47 @@ def matmul_index_swapped(a, b):  # b[j, p] for b[p, j]
     return np.array(c, dtype=np.result_type(a, b))
 
 
-def cosine_by_hand(a, b):
-    norm_a, norm_b = np.sqrt(a @ a), np.sqrt(b @ b)
-    if norm_a == 0 or norm_b == 0:
-        raise ValueError("a zero vector has no direction")
-    return float(a @ b / (norm_a * norm_b))
+def matmul_rows(a, b):
+    require_inner(a, b)
+    c = np.zeros((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
+    for i in range(a.shape[0]):
+        for p in range(a.shape[1]):
+            c[i] += a[i, p] * b[p]  # row i of c: a weighted sum of the rows of b
+    return c
+
+
+def matmul_rows_broadcast(a, b):
+    require_inner(a, b)
+    rows = [(a[i][:, None] * b).sum(axis=0) for i in range(a.shape[0])]
+    return np.array(rows, dtype=np.result_type(a, b)).reshape(a.shape[0], b.shape[1])
+
+
+def matmul_rows_weights_from_column(a, b):  # a[p, i] for a[i, p]
+    require_inner(a, b)
+    c = np.zeros((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
+    for i in range(min(a.shape)):
+        for p in range(a.shape[1]):
+            c[i] += a[p, i] * b[p] if p < a.shape[0] else 0
+    return c
+
+
+def matmul_of_plain_arrays(a, b):  # right numbers; strips the checker's watching array
+    require_inner(a, b)
+    return np.asarray(a) @ np.asarray(b)
+
+
+def matmul_broadcast_of_views(a, b):  # right numbers, all rows at once, on plain views
+    require_inner(a, b)
+    a, b = a.view(np.ndarray), b.view(np.ndarray)
+    return (a[:, :, None] * b[None]).sum(axis=1).astype(np.result_type(a, b))
+
+
+def similarity_matrix(e, axis=1):
+    norms = np.linalg.norm(e, axis=axis, keepdims=True)
+    if np.any(norms == 0):
+        raise ValueError("a zero row has no direction")
+    unit = e / norms
+    return unit @ unit.T
 
 
 def require_same_dk(q, k):
@@ -60,36 +96,54 @@ def batched_scores(q, k):
 
 
 ROWS = [
-    *right(nb02.check_matmul, course_utils=matmul_loops, worked=matmul,
-           row_times_column=matmul_row_times_column),
+    *right(nb02.check_matmul_rows, worked=matmul_rows, one_row_at_once=matmul_rows_broadcast),
     *wrong(
-        nb02.check_matmul,
-        float_result=(lambda a, b: matmul(a, b, dtype=np.float64),
-                      "integers out: dtype: expected int64, got float64"),
-        int64_result=(lambda a, b: matmul(a, b, dtype=np.result_type(a, b, np.int64)),
-                      "int32 @ int32 is int32 (np.result_type): dtype: expected int32, got int64"),
+        nb02.check_matmul_rows,
+        # the loophole of the old exercise: right numbers, all rows at once
+        all_at_once=(lambda a, b: require_inner(a, b) or (a[:, :, None] * b[None]).sum(axis=1)
+                     .astype(np.result_type(a, b)),
+                     "numbers at once, more than one row of the product needs"),
+        triple_loop=(matmul, "it reads the inputs entry by entry or column by column"),
+        row_times_column=(matmul_row_times_column, "no loop over the columns of b"),
         uses_the_operator=(lambda a, b: require_inner(a, b) or a @ b,
                            "it uses a ready-made product (`@`, np.dot, np.matmul, np.einsum or "
-                           "the like): this exercise builds the product from loops"),
+                           "the like): the rule is to build each row of the product yourself"),
         uses_np_dot=(lambda a, b: require_inner(a, b) or np.dot(a, b), "ready-made product"),
         uses_einsum=(lambda a, b: require_inner(a, b) or np.einsum("ik,kj->ij", a, b),
                      "ready-made product"),
-        dots_of_rows=(matmul_by_loops_of_dots, "ready-made product"),
-        elementwise=(lambda a, b: require_inner(a, b) or a * b,
-                     "the worst at [1, 0]: expected 43, got 21 (|error| 22)"),
-        index_swapped=(matmul_index_swapped,
-                       "values differ: expected [[19, 22], [43, 50]], got [[17, 23], [39, 53]]"),
-        no_size_check=(lambda a, b: matmul(a[:, : b.shape[0]], b),
+        row_at_once_by_matmul=(lambda a, b: require_inner(a, b) or np.array(
+            [a[i] @ b for i in range(len(a))]), "ready-made product"),
+        operator_on_plain_arrays=(matmul_of_plain_arrays, "it uses a ready-made product"),
+        broadcast_on_plain_views=(matmul_broadcast_of_views,
+                                  "it turns the inputs into plain arrays (view)"),
+        float_result=(lambda a, b: matmul_rows(a, b).astype(np.float64),
+                      "integers out: dtype: expected int64, got float64"),
+        weights_from_a_column=(matmul_rows_weights_from_column, "values differ"),
+        no_size_check=(lambda a, b: matmul_rows(a[:, : b.shape[0]], b),
                        "(2, 3) @ (2, 3) must fail: should raise ValueError"),
     ),
-    *right(nb02.check_cosine_similarity, course_utils=cosine_similarity, worked=cosine_by_hand),
+    *right(nb02.check_projection_to_score_ratio, exact=3.0, from_counts=4.83e9 / 1.61e9),
     *wrong(
-        nb02.check_cosine_similarity,
-        dot_only=(lambda a, b: cosine_by_hand(a, b) * np.linalg.norm(a) * np.linalg.norm(b),
-                  "expected 0.9746318461970762, got 32.0"),
-        absolute=(lambda a, b: abs(cosine_by_hand(a, b)), "expected -1.0, got 0.9999999999999999"),
-        no_zero_check=(lambda a, b: float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))),
-                       "should raise ValueError, returned nan (it warned: invalid value"),
+        nb02.check_projection_to_score_ratio,
+        upside_down=(1 / 3, "upside down"),
+        one_head=(36.0, "the scores of one head only"),
+        one_projection=(0.75, "counts one projection"),
+        far_off=(10.0, "expected about 3 (within 5%), got 10"),
+    ),
+    *right(nb02.check_similarity_matrix, worked=similarity_matrix,
+           by_loops=lambda e: similarity_matrix(e) if not np.all(
+               np.linalg.norm(e, axis=1)) else np.array(
+               [[cosine_similarity(x, y) for y in e] for x in e])),
+    *wrong(
+        nb02.check_similarity_matrix,
+        as_given=(lambda e: (e / np.linalg.norm(e, axis=0)) @ (e / np.linalg.norm(e, axis=0)).T,
+                  "[[3, 4], [1, 0]] -> [[1, 0.6], [0.6, 1]]: values differ"),
+        norms_not_stretched=(lambda e: (e / np.linalg.norm(e, axis=1))
+                             @ (e / np.linalg.norm(e, axis=1)).T,
+                             "section 5's four words (4, 4): king . queen 0.986: values differ"),
+        no_normalising=(lambda e: e @ e.T, "[[3, 4], [1, 0]] -> [[1, 0.6], [0.6, 1]]: values "
+                        "differ"),
+        columns_compared=(lambda e: similarity_matrix(e.T), "shape: expected (3, 3), got (5, 5)"),
     ),
     *right(nb02.check_batched_scores, worked=batched_scores,
            einsum=lambda q, k: require_same_dk(q, k) or np.einsum("...id,...jd->...ij", q, k),

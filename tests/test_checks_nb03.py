@@ -6,24 +6,14 @@ from checker_table import right, table_test, wrong
 from course_utils.checks import nb03
 
 
-def require_nonzero(v):
-    if not np.any(v):
-        raise ValueError("the zero vector is never an eigenvector")
-
-
-def is_eigenpair(a, v, lam):
-    require_nonzero(v)
-    return bool(np.allclose(a @ v, lam * v))
-
-
 def require_square(a):
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ValueError(f"a must be square, got shape {a.shape}")
 
 
-def power_iteration(a, num_iters, start=None, rayleigh=True):
+def power_iteration(a, num_iters, rng, start=None, rayleigh=True):
     require_square(a)
-    x = np.random.default_rng(0).standard_normal(a.shape[0]) if start is None else start
+    x = rng.standard_normal(a.shape[0]) if start is None else start(rng, a.shape[0])
     x = x / np.linalg.norm(x)
     for _ in range(num_iters):
         x = a @ x
@@ -31,69 +21,79 @@ def power_iteration(a, num_iters, start=None, rayleigh=True):
     return float(x @ a @ x) if rayleigh else float(np.linalg.norm(a @ x))
 
 
-def explained_variance_ratio(x, centre=True, order=slice(None, None, -1)):
-    if x.shape[0] < 2:
-        raise ValueError("need at least 2 points")
-    xc = x - x.mean(axis=0) if centre else x
-    values = np.clip(np.linalg.eigvalsh(xc.T @ xc / (len(x) - 1))[order], 0.0, None)
-    if values.sum() == 0:
-        raise ValueError("all points are identical: no variance")
-    return values / values.sum()
+def ones_start(rng, n):  # the cell's start: a fixed vector
+    return np.ones(n)
 
 
-def explained_variance_by_svd(x):
-    if x.shape[0] < 2:
-        raise ValueError("need at least 2 points")
-    s = np.linalg.svd(x - x.mean(axis=0), compute_uv=False)
-    variances = np.zeros(x.shape[1])
-    variances[: s.size] = s**2
-    if not variances.sum():
-        raise ValueError("no variance")
-    return variances / variances.sum()
+def drawn_but_unused(rng, n):  # draws from rng (so the rng check passes), then starts from ones
+    rng.standard_normal(n)
+    return np.ones(n)
+
+
+def first_axis(rng, n):
+    rng.random()
+    return np.eye(n)[0]
+
+
+def variance_along(cov, u):
+    if not np.any(u):
+        raise ValueError("u is the zero vector")
+    return float(u @ cov @ u / (u @ u))
+
+
+def variance_along_unit(cov, u):
+    if not np.any(u):
+        raise ValueError("u is the zero vector")
+    unit = u / np.linalg.norm(u)
+    return float(unit @ cov @ unit)
 
 
 ROWS = [
-    *right(nb03.check_is_eigenpair, worked=is_eigenpair,
-           by_norm=lambda a, v, lam: require_nonzero(v) or bool(
-               np.all(np.abs(a @ v - lam * v) <= 1e-8 + 1e-5 * np.abs(lam * v)))),
+    *right(nb03.check_error_after_ten_steps, exact=0.64**10, rounded=0.0115, one_in_87=1 / 87),
     *wrong(
-        nb03.check_is_eigenpair,
-        transposed=(lambda a, v, lam: require_nonzero(v) or bool(np.allclose(v @ a, lam * v)),
-                    "not symmetric: [[2, 1], [0, 3]], v = [1, 1], 3 (A v, not v A): values "
-                    "differ: expected True, got False"),
-        exact_equality=(lambda a, v, lam: require_nonzero(v) or bool(np.all(a @ v == lam * v)),
-                        "0.1 + 0.2 != 0.3 in floating point: compare with a tolerance: values "
-                        "differ: expected True, got False"),
-        loose_tolerance=(lambda a, v, lam: require_nonzero(v) or bool(
-            np.abs(a @ v - lam * v).max() < 1e-3), "expected False, got True"),
-        direction_only=(lambda a, v, lam: is_eigenpair(a, v, (v @ a @ v) / (v @ v)),
-                        "diag(2, 3), v = e2, lambda = 2: values differ: expected False, got True"),
-        no_zero_check=(lambda a, v, lam: bool(np.allclose(a @ v, lam * v)),
-                       "the zero vector: should raise ValueError, returned True"),
-        entrywise=(lambda a, v, lam: require_nonzero(v) or np.isclose(a @ v, lam * v),
-                   "expected a single number, got an array of shape (2,)"),
+        nb03.check_error_after_ten_steps,
+        not_squared=(0.8**10, "the square of the ratio"),
+        added=(6.4, "multiply the factors, they do not add"),
+        one_step=(0.64, "expected about 0.0115292 (within 5%), got 0.64"),
+        not_a_number=(None, "expected a number, got NoneType"),
     ),
     *right(nb03.check_power_iteration, worked=power_iteration,
-           from_ones=lambda a, n: power_iteration(a, n, start=np.ones(len(a)) + np.arange(len(a)))),
+           uniform_start=lambda a, n, rng: power_iteration(
+               a, n, rng, start=lambda g, k: g.uniform(-1, 1, k))),
     *wrong(
         nb03.check_power_iteration,
-        norm_loses_sign=(lambda a, n: power_iteration(a, n, rayleigh=False),
+        # the loophole of the old exercise: the cell's np.ones start
+        ones_start=(lambda a, n, rng: power_iteration(a, n, rng, start=ones_start),
+                    "it never draws from `rng`, so it starts from the same vector every time: "
+                    "the rule is a random start"),
+        fresh_generator=(lambda a, n, rng: power_iteration(a, n, np.random.default_rng(0)),
+                         "it never draws from `rng`"),
+        drawn_but_ones=(lambda a, n, rng: power_iteration(a, n, rng, start=drawn_but_unused),
+                        "[[1, -2], [-2, 1]]: 3 (from np.ones, an eigenvector of -1, you would "
+                        "get -1): values differ: expected 3.0, got -1.0"),
+        first_axis=(lambda a, n, rng: power_iteration(a, n, rng, start=first_axis),
+                    "diag(1, 3): 3 (from [1, 0], an eigenvector of 1, you would get 1): values "
+                    "differ: expected 3.0, got 1.0"),
+        norm_loses_sign=(lambda a, n, rng: power_iteration(a, n, rng, rayleigh=False),
                          "diag(-4, 1, 2): -4, sign kept: values differ: expected -4.0, got 4.0"),
-        ten_steps=(lambda a, n: power_iteration(a, 10),
-                    "diag(2, 3): 3: values differ: expected 3.0, got 2.999727668249795"),
-        returns_the_vector=(lambda a, n: require_square(a) or np.linalg.eigh(a)[1][:, -1],
-                            "expected a single number, got an array of shape (2,)"),
+        ten_steps=(lambda a, n, rng: power_iteration(a, min(n, 5), rng),
+                   "a 5x5 symmetric matrix: 6: values differ"),
+        library_shortcut=(lambda a, n, rng: require_square(a) or float(
+            max(np.linalg.eigvals(a).real, key=abs)), "it never draws from `rng`"),
     ),
-    *right(nb03.check_explained_variance_ratio, worked=explained_variance_ratio,
-           svd=explained_variance_by_svd),
+    *right(nb03.check_variance_along, worked=variance_along, unit_first=variance_along_unit),
     *wrong(
-        nb03.check_explained_variance_ratio,
-        ascending=(lambda x: explained_variance_ratio(x, order=slice(None)),
-                   "values differ: expected [0.9, 0.1], got [0.1, 0.9]"),
-        uncentred=(lambda x: explained_variance_ratio(x, centre=False),
-                   "a cross of 4 points, variances 9:1 -> [0.9, 0.1]: values differ"),
-        variances=(lambda x: explained_variance_ratio(x) * np.trace(np.cov(x, rowvar=False)),
-                   "expected [0.9, 0.1], got [6., 0.66666667]"),
+        nb03.check_variance_along,
+        not_normalised=(lambda c, u: variance_along(c, u) * (u @ u),
+                        "u = [1, 1, 0], not of length 1: values differ"),
+        divides_by_length=(lambda c, u: variance_along(c, u) * np.linalg.norm(u),
+                           "u = [-2, 3, 6], of length 7: values differ"),
+        vector=(lambda c, u: c @ u / (u @ u) if np.any(u) else np.zeros_like(u) / 0,
+                "expected a single number, got an array of shape (3,)"),
+        top_eigenvalue=(lambda c, u: variance_along(c, u) * 0 + float(np.linalg.eigvalsh(c)[-1]),
+                        "u = e_1: the variance of the first coordinate: values differ"),
+        no_zero_check=(lambda c, u: float(u @ c @ u / max(u @ u, 1e-300)),
+                       "the zero vector has no direction: should raise ValueError"),
     ),
 ]
 

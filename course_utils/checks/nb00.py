@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from course_utils.checks import Case, CheckResult, check_function
+from course_utils.checks import Case, CheckResult, check_function, exercise
 
 
 def _unit_vector(v: np.ndarray) -> np.ndarray:
@@ -16,8 +16,11 @@ def _unit_vector(v: np.ndarray) -> np.ndarray:
     return v / norm
 
 
-def check_unit_vector(func: Callable[[np.ndarray], np.ndarray]) -> CheckResult:
-    """``func(v)`` must return v / ||v||₂ as float64 and raise ValueError for the zero vector."""
+@exercise("practice")
+def check_unit_vector(func: Callable[[np.ndarray], np.ndarray], *,
+                      verbose: bool = True) -> CheckResult:
+    """``func(v)`` must return v / ||v||₂ as float64 and raise ValueError for the zero vector;
+    ``verbose=False`` prints nothing (the verdicts are in the returned result)."""
     cases = [
         Case((np.array([3.0, 4.0]),), "3-4-5 triangle: [3, 4] -> [0.6, 0.8]"),
         Case((np.array([0.0, 0.0, 2.0]),), "already along an axis"),
@@ -25,4 +28,5 @@ def check_unit_vector(func: Callable[[np.ndarray], np.ndarray]) -> CheckResult:
         Case((np.array([1, 2, 2]),), "integers in, floats out: [1, 2, 2] -> [1/3, 2/3, 2/3]"),
         Case((np.zeros(3),), "the zero vector has no direction", raises=ValueError),
     ]
-    return check_function(func, cases=cases, reference=_unit_vector, name="unit_vector")
+    return check_function(func, cases=cases, reference=_unit_vector, name="unit_vector",
+                          verbose=verbose)

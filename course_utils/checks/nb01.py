@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
+import sys
 from collections.abc import Callable
 
 import numpy as np
 
-from course_utils.checks import Case, CheckResult, check_function
+from course_utils.checks import (
+    Case,
+    CheckResult,
+    RuleBroken,
+    check_function,
+    check_number,
+    exercise,
+    wraps_answer,
+)
 from course_utils.linalg import broadcast_shape
 
 
@@ -25,11 +35,6 @@ def _last_real_token(x, lengths):
     return x[np.arange(x.shape[0]), lengths - 1]
 
 
-def _flatten_tokens(x):
-    _require_3d(x)
-    return x.reshape(x.shape[0] * x.shape[1], x.shape[2])
-
-
 def _padded(batch: int, seq: int, d: int, lengths: list[int], seed: int) -> np.ndarray:
     """A random (batch, seq, d) batch whose padding positions (t >= lengths[b]) hold zeros."""
     x = np.random.default_rng(seed).standard_normal((batch, seq, d))
@@ -37,6 +42,7 @@ def _padded(batch: int, seq: int, d: int, lengths: list[int], seed: int) -> np.n
     return x
 
 
+@exercise("extend")
 def check_last_real_token(func: Callable) -> CheckResult:
     """``func(x, lengths)``: row ``b`` is ``x[b, lengths[b] - 1]``, the last real token of padded
     sequence ``b``, (batch, seq, d) and (batch,) -> (batch, d). ValueError for an ``x`` that is
@@ -59,8 +65,68 @@ def check_last_real_token(func: Callable) -> CheckResult:
     return check_function(func, cases=cases, reference=_last_real_token, name="last_real_token")
 
 
+_HELPERS = {"np.broadcast_shapes": np.broadcast_shapes, "np.broadcast_to": np.broadcast_to,
+            "np.broadcast_arrays": np.broadcast_arrays,
+            "linalg.broadcast_shape": broadcast_shape}
+
+
+def _helper_codes() -> dict:
+    """The code objects of the ready-made broadcasting helpers, named (torch's when imported)."""
+    helpers = dict(_HELPERS)
+    if "torch" in sys.modules:
+        helpers["torch.broadcast_shapes"] = sys.modules["torch"].broadcast_shapes
+    codes = {}
+    for name, helper in helpers.items():
+        function = inspect.unwrap(getattr(helper, "_implementation", helper))
+        if hasattr(function, "__code__"):
+            codes[function.__code__] = name
+    return codes
+
+
+def _tuples_only(func: Callable) -> Callable:
+    """``func`` run under the exercise's rule: work the shape out from the tuples, without a
+    ready-made broadcasting helper (any call to one is seen, however it was imported) and
+    without building arrays of those shapes (the huge case cannot be allocated)."""
+    codes = _helper_codes()
+
+    @wraps_answer(func)
+    def checked(shape_a, shape_b):
+        used: list[str] = []
+
+        def watch(frame, event, arg):
+            if event == "call" and frame.f_code in codes and not used:
+                used.append(codes[frame.f_code])
+
+        previous = sys.getprofile()
+        sys.setprofile(watch)
+        try:
+            result = func(shape_a, shape_b)
+        except Exception as error:
+            if used:
+                raise RuleBroken(f"it calls {used[0]}: the rule is to apply the three rules "
+                                 "yourself, without a ready-made broadcasting helper") from error
+            if isinstance(error, MemoryError) or "too large" in str(error):
+                why = "MemoryError" if isinstance(error, MemoryError) else str(error).strip(". ")
+                raise RuleBroken(f"it builds arrays of these shapes ({why}): the rule is to work "
+                                 "on the shape tuples only, as the three rules do") from error
+            raise
+        finally:
+            sys.setprofile(previous)
+        if used:
+            raise RuleBroken(f"it calls {used[0]}: the rule is to apply the three rules "
+                             "yourself, without a ready-made broadcasting helper")
+        return result
+
+    return checked
+
+
+@exercise("constrain")
 def check_broadcast_shape(func: Callable) -> CheckResult:
-    """``func(shape_a, shape_b)``: the broadcast shape as a tuple, ValueError when they clash."""
+    """``func(shape_a, shape_b)``: the broadcast shape as a tuple, ValueError when they clash,
+    worked out from the tuples alone: a call to np.broadcast_shapes, np.broadcast_to,
+    np.broadcast_arrays, linalg.broadcast_shape or torch.broadcast_shapes breaks the rule, and
+    an answer that builds arrays fails on shapes with 2**50 entries along an axis."""
+    huge = 2**50
     cases = [
         Case(((32, 128, 768), (768,)), "add a bias vector to every token: (32, 128, 768)"),
         Case(((3, 1), (1, 4)), "a column and a row make a table: (3, 4)"),
@@ -68,18 +134,69 @@ def check_broadcast_shape(func: Callable) -> CheckResult:
         Case(((), (2, 3)), "a scalar broadcasts to anything"),
         Case(((5, 4), (5, 4)), "equal shapes stay as they are"),
         Case(((2, 0), (1,)), "an axis of size 0 stretches a 1 to 0, not 0 to 1: (2, 0)"),
+        Case(((huge, 1), (1, huge)), "sizes of 2**50: only tuples, no arrays, can hold them",
+             expected=(huge, huge)),
         Case(((32, 128, 768), (128, 512)), "768 against 512 clashes", raises=ValueError),
         Case(((2, 3), (2,)), "shapes align on the right: 3 against 2", raises=ValueError),
     ]
-    return check_function(func, cases=cases, reference=broadcast_shape, name="broadcast_shape")
+    return check_function(_tuples_only(func), cases=cases, reference=broadcast_shape,
+                          name="broadcast_shape")
 
 
-def check_flatten_tokens(func: Callable) -> CheckResult:
-    """``func(x)``: (batch, seq, d) -> (batch * seq, d), row ``b * seq + t`` being ``x[b, t]``."""
+_MIB = 2**20
+_DIFF_MIB = 1000 * 1000 * 768 * 4 / _MIB  # (1000, 1000, 768) float32 numbers
+
+
+@exercise("predict")
+def check_broadcast_memory(answer) -> CheckResult:
+    """``answer``: the MiB taken by ``X[:, None, :] - X[None, :, :]`` for a float32 X of shape
+    (1000, 768): (1000, 1000, 768) numbers of 4 bytes, 2929.7 MiB (within 1%: 3072, the count in MB of
+    10**6 bytes, is 5% off and is refused with a note)."""
+    notes = []
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and answer > 0:
+        for factor, why in [(_MIB, "that is the count in bytes; divide by 2**20 for MiB"),
+                            (1 / 1024, "that is GiB; multiply by 1024 for MiB"),
+                            (2, "that is float64 (8 bytes a number); float32 takes 4"),
+                            (1 / 4, "that counts numbers, not bytes: each float32 is 4 bytes"),
+                            (2**20 / 1e6, "that is MB (10**6 bytes); a MiB is 2**20 bytes"),
+                            (1 / 1000, "that is one (1000, 768) array, not the broadcast result"),
+                            (1 / 768, "the result keeps the d_model axis: it is 3-D")]:
+            if abs(answer / (_DIFF_MIB * factor) - 1) <= 0.015:
+                notes.append(f"Your number: {why}.")
+                break
+    explanation = " ".join(notes + [
+        "X[:, None, :] is (1000, 1, 768) and X[None, :, :] is (1, 1000, 768); they broadcast to "
+        "(1000, 1000, 768), 768,000,000 numbers of 4 bytes: 3.07e9 bytes = 2929.7 MiB, about "
+        "2.9 GiB, from a 3 MiB input."])
+    return check_number(answer, _DIFF_MIB, name="broadcast_memory",
+                        label="MiB of X[:, None, :] - X[None, :, :] for X (1000, 768) float32",
+                        explanation=explanation, rtol=0.01)
+
+
+def _mean_pool(x, lengths):
+    lengths = np.asarray(lengths)
+    real = np.arange(x.shape[1])[None, :] < lengths[:, None]  # (batch, seq), True = real token
+    return (x * real[:, :, None]).sum(axis=1) / lengths[:, None]
+
+
+@exercise("debug")
+def check_mean_pool(func: Callable) -> CheckResult:
+    """``func(x, lengths)``: the mean of the real (not padding) token vectors of each sequence,
+    (batch, seq, d) and (batch,) -> (batch, d). The padding positions hold non-zero numbers, as
+    real padding embeddings do; batch = seq = d in two cases (where the buggy version runs)."""
+    rng = np.random.default_rng(5)
+    x3 = np.arange(27.0).reshape(3, 3, 3)
     cases = [
-        Case((np.arange(2 * 3 * 4).reshape(2, 3, 4),), "a (2, 3, 4) array -> (6, 4)"),
-        Case((np.random.default_rng(1).standard_normal((3, 5, 2)),), "a (3, 5, 2) array"),
-        Case((np.ones((1, 1, 7)),), "one token"),
-        Case((np.zeros((6, 4)),), "a 2-D input is not (batch, seq, d)", raises=ValueError),
+        Case((x3, np.array([3, 1, 2])),
+             "(3, 3, 3) of 0..26, lengths [3, 1, 2] -> "
+             "[[3, 4, 5], [9, 10, 11], [19.5, 20.5, 21.5]]"),
+        Case((rng.standard_normal((2, 4, 3)) + 1.0, np.array([4, 2])),
+             "(2, 4, 3), lengths [4, 2]: batch, seq and d differ"),
+        Case((rng.standard_normal((4, 4, 4)), np.array([1, 4, 2, 3])),
+             "(4, 4, 4), lengths [1, 4, 2, 3]"),
+        Case((rng.standard_normal((3, 5, 2)), np.array([5, 5, 5])),
+             "(3, 5, 2), no padding: the plain mean over the tokens"),
+        Case((rng.standard_normal((1, 6, 3)), np.array([2], dtype=np.int32)),
+             "one sequence of 2 real tokens out of 6, int32 lengths"),
     ]
-    return check_function(func, cases=cases, reference=_flatten_tokens, name="flatten_tokens")
+    return check_function(func, cases=cases, reference=_mean_pool, name="mean_pool")

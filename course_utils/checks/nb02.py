@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import dis
+import types
 from collections.abc import Callable
 
 import numpy as np
 
-from course_utils.checks import Case, CheckResult, RuleBroken, check_function, wraps_answer
-from course_utils.linalg import cosine_similarity, matmul_loops
+from course_utils.checks import (
+    Case,
+    CheckResult,
+    RuleBroken,
+    check_function,
+    check_number,
+    exercise,
+    wraps_answer,
+)
+from course_utils.linalg import matmul_loops
 
 
 def _batched_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -23,18 +33,37 @@ _PRODUCTS = {"matmul", "vecdot", "matvec", "vecmat", "dot", "vdot", "inner", "te
              "einsum", "multi_dot"}  # NumPy's ready-made products (ufuncs and functions)
 
 
-class _LoopsOnly(np.ndarray):
-    """An array that refuses ready-made matrix products, so the exercise's loops are enforced."""
+class _RowsOnly(np.ndarray):
+    """An array that enforces Exercise 1's rule: no ready-made product, no multiplication of more
+    than one row of the result at a time (an all-at-once broadcast), and no more reads than a
+    row-by-row product needs (a loop over the columns of b reads b far more often)."""
+
+    budget = {"reads": 0, "limit": 0, "row": 0}
 
     def _refuse(self, *args, **kwargs):
         raise RuleBroken("it uses a ready-made product (`@`, np.dot, np.matmul, np.einsum or the "
-                         "like): this exercise builds the product from loops")
+                         "like): the rule is to build each row of the product yourself")
 
     __matmul__ = __rmatmul__ = __imatmul__ = dot = _refuse
+
+    def __getitem__(self, index):
+        budget = _RowsOnly.budget
+        budget["reads"] += 1
+        if budget["reads"] > budget["limit"]:
+            raise RuleBroken("it reads the inputs entry by entry or column by column (more reads "
+                             "than 2 m k + m): the rule is to build each row of the product from "
+                             "whole rows of b, with no loop over the columns of b")
+        return super().__getitem__(index)
 
     def __array_ufunc__(self, ufunc, method, *inputs, out=(), **kwargs):
         if ufunc.__name__ in _PRODUCTS:
             self._refuse()
+        if ufunc is np.multiply and method == "__call__":
+            size = int(np.prod(np.broadcast_shapes(*(np.shape(x) for x in inputs))))
+            if size > _RowsOnly.budget["row"]:
+                raise RuleBroken(f"it multiplies {size} numbers at once, more than one row of "
+                                 "the product needs (an all-at-once broadcast): the rule is to "
+                                 "build the product row by row")
         if out:
             kwargs["out"] = tuple(_plain(x) for x in out)
         return getattr(ufunc, method)(*(_plain(x) for x in inputs), **kwargs)
@@ -46,48 +75,118 @@ class _LoopsOnly(np.ndarray):
 
 
 def _plain(x):
-    return x.view(np.ndarray) if isinstance(x, _LoopsOnly) else x
+    return x.view(np.ndarray) if isinstance(x, _RowsOnly) else x
 
 
-def check_matmul(func: Callable) -> CheckResult:
-    """``func(a, b)``: the (m, n) NumPy array ``a @ b`` for (m, k) and (k, n) inputs, computed
-    with loops (``@``, np.dot, np.matmul and the like refuse to run), of dtype
-    ``np.result_type(a, b)``; ValueError when the inner sizes differ."""
+_UNWRAP = {"asarray", "ascontiguousarray", "asfortranarray", "view", "tolist"}
+
+
+def _read_code(func: Callable) -> None:
+    """Exercise 1's rule, read from the answer's own bytecode (nested functions included): the
+    `@` operator and NumPy's product functions, also on inputs first turned into plain arrays
+    (np.asarray, .view, .tolist), which the watching array above cannot see."""
+    code = getattr(func, "__code__", None)
+    todo = [code] if isinstance(code, types.CodeType) else []
+    while todo:
+        code = todo.pop()
+        todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        if any(ins.opname == "BINARY_OP" and ins.argrepr in ("@", "@=")
+               for ins in dis.get_instructions(code)) or _PRODUCTS & set(code.co_names):
+            _RowsOnly._refuse(None)
+        unwrap = sorted(_UNWRAP & set(code.co_names))
+        if unwrap:
+            raise RuleBroken(f"it turns the inputs into plain arrays ({unwrap[0]}), out of the "
+                             "checker's sight: the rule is to build each row of the product "
+                             "yourself from a and b as they are given")
+
+
+@exercise("constrain")
+def check_matmul_rows(func: Callable) -> CheckResult:
+    """``func(a, b)``: the (m, n) array ``a @ b`` for (m, k) and (k, n) inputs, of dtype
+    ``np.result_type(a, b)``, built row by row: row i is the sum over p of ``a[i, p] * b[p]``.
+    The rule is enforced: ready-made products refuse to run, a multiplication of more than k * n
+    numbers at once (one row's worth) is refused, and at most 2 m k + m reads of the inputs are
+    allowed (a loop over the columns of b, or entry by entry, reads more). ValueError when the
+    inner sizes differ."""
 
     @wraps_answer(func)
-    def loops_only(a, b):
-        return _plain(func(a.view(_LoopsOnly), b.view(_LoopsOnly)))
+    def rows_only(a, b):
+        m, k = a.shape
+        n = b.shape[1]
+        _RowsOnly.budget.update(reads=0, limit=2 * m * k + m, row=max(k, 1) * n)
+        _read_code(func)
+        return _plain(func(a.view(_RowsOnly), b.view(_RowsOnly)))
 
     rng = np.random.default_rng(2)
     cases = [
         Case((np.array([[1, 2], [3, 4]]), np.array([[5, 6], [7, 8]])),
              "[[19, 22], [43, 50]], integers in, integers out"),
         Case((rng.standard_normal((2, 3)), rng.standard_normal((3, 4))), "(2, 3) @ (3, 4)"),
+        Case((rng.standard_normal((2, 2)), rng.standard_normal((2, 12))),
+             "(2, 2) @ (2, 12): b has many more columns than rows"),
+        Case((rng.standard_normal((6, 2)), rng.standard_normal((2, 3))),
+             "(6, 2) @ (2, 3): many rows"),
         Case((np.array([[1.0, 2.0, 3.0]]), np.array([[4.0], [5.0], [6.0]])), "row @ column"),
-        Case((np.array([[1.0], [2.0]]), np.array([[3.0, 4.0, 5.0]])), "column @ row: (2, 3)"),
         Case((np.array([[1, 2]], dtype=np.int32), np.array([[3], [4]], dtype=np.int32)),
              "int32 @ int32 is int32 (np.result_type)"),
         Case((np.array([[1, 2]]), np.array([[0.5], [0.25]])), "int @ float is float64"),
         Case((np.ones((2, 3)), np.ones((2, 3))), "(2, 3) @ (2, 3) must fail", raises=ValueError),
     ]
-    return check_function(loops_only, cases=cases, reference=matmul_loops, name="matmul",
+    return check_function(rows_only, cases=cases, reference=matmul_loops, name="matmul_rows",
                           exact_dtype=True)
 
 
-def check_cosine_similarity(func: Callable) -> CheckResult:
-    """``func(a, b)``: a·b / (|a| |b|); ValueError for a zero vector."""
+_N, _D, _HEADS = 1024, 768, 12
+_RATIO = (4 * 2 * _N * _D * _D) / (_HEADS * 2 * _N * _N * (_D // _HEADS))
+
+
+@exercise("predict")
+def check_projection_to_score_ratio(answer) -> CheckResult:
+    """``answer``: FLOPs of the four projections (Q, K, V, output) of one GPT-2-small layer
+    over the FLOPs of its scores QK^T (12 heads, d_k = 64), at N = 1024 tokens: 4d/N = 3."""
+    notes = {1 / _RATIO: "That is the ratio upside down: scores over projections.",
+             _RATIO * _HEADS: "That compares the projections with the scores of one head only.",
+             _RATIO / 4: "That counts one projection; a layer has four (Q, K, V and output)."}
+    note = next((why for value, why in notes.items()
+                 if isinstance(answer, (int, float)) and not isinstance(answer, bool)
+                 and abs(answer - value) <= 0.05 * value), "")
+    explanation = (f"{note} Each projection is (N, d) @ (d, d): 2 N d^2 FLOPs, four of them "
+                   "8 N d^2 = 4.83e9. The scores are (N, d_k) @ (d_k, N) per head: 2 N^2 d_k, "
+                   "times h = 12 heads with h d_k = d: 2 N^2 d = 1.61e9. Ratio 4 d / N = 3.0: "
+                   "below N = 4 d = 3072 tokens the projections cost more than the scores.")
+    return check_number(answer, _RATIO, name="projection_to_score_ratio",
+                        label="projection FLOPs / score FLOPs, GPT-2 small, N = 1024",
+                        explanation=explanation.strip(), rtol=0.05)
+
+
+def _similarity_matrix(e: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(e, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        raise ValueError("a zero row has no direction")
+    unit = e / norms
+    return unit @ unit.T
+
+
+@exercise("debug")
+def check_similarity_matrix(func: Callable) -> CheckResult:
+    """``func(e)``: for embeddings e (n, d), one per row, the (n, n) cosine similarities of every
+    pair; 1 on the diagonal; ValueError for a row of zeros."""
+    rng = np.random.default_rng(6)
+    words = np.array([[0.9, 0.8, 0.1, 0.0], [0.8, 0.9, 0.0, 0.1], [0.0, 0.1, 0.9, 0.7],
+                      [0.1, 0.0, 0.8, 0.9]])
     cases = [
-        Case((np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])), "[1, 2, 3] and [4, 5, 6]"),
-        Case((np.array([1.0, 0.0]), np.array([0.0, 5.0])), "perpendicular: 0"),
-        Case((np.array([1.0, -2.0]), np.array([-3.0, 6.0])), "opposite directions: -1"),
-        Case((np.array([2.0, 2.0]), np.array([0.5, 0.5])), "same direction, other length: 1"),
-        Case((np.array([1.0, 2.0]), np.array([0.0, 0.0])), "zero vector", raises=ValueError),
+        Case((np.array([[3.0, 4.0], [1.0, 0.0]]),), "[[3, 4], [1, 0]] -> [[1, 0.6], [0.6, 1]]"),
+        Case((words,), "section 5's four words (4, 4): king . queen 0.986"),
+        Case((rng.standard_normal((3, 5)),), "3 embeddings of 5 numbers: (3, 3), diagonal 1"),
+        Case((rng.standard_normal((6, 2)) * 10,), "6 embeddings of 2 numbers: (6, 6)"),
+        Case((np.array([[1.0, 2.0], [0.0, 0.0]]),), "a zero row has no direction",
+             raises=ValueError),
     ]
-    return check_function(
-        func, cases=cases, reference=cosine_similarity, name="cosine_similarity", rtol=1e-9
-    )
+    return check_function(func, cases=cases, reference=_similarity_matrix,
+                          name="similarity_matrix")
 
 
+@exercise("extend")
 def check_batched_scores(func: Callable) -> CheckResult:
     """``func(q, k)``: every score ``q[..., i, :] · k[..., j, :]`` for queries (..., n_q, d_k)
     and keys (..., n_k, d_k) with the same leading axes (none, batch, or batch and heads), i.e.

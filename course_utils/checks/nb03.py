@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
-from course_utils.checks import Case, CheckResult, check_function
-
-
-def _is_eigenpair(a: np.ndarray, v: np.ndarray, lam: float) -> bool:
-    if not np.any(v):
-        raise ValueError("v is the zero vector, which is never an eigenvector")
-    return bool(np.allclose(a @ v, lam * v, atol=1e-8))
-
-
-def _explained_variance_ratio(x: np.ndarray) -> np.ndarray:
-    # reference through the SVD of the centred data (singular values squared), not eigh
-    if x.shape[0] < 2:
-        raise ValueError("need at least 2 points")
-    s = np.linalg.svd(x - x.mean(axis=0), compute_uv=False)
-    variances = np.zeros(x.shape[1])
-    variances[: s.size] = s**2
-    if variances.sum() == 0:
-        raise ValueError("every point is the same: no variance to explain")
-    return variances / variances.sum()
+from course_utils.checks import (
+    Case,
+    CheckResult,
+    RuleBroken,
+    check_function,
+    check_number,
+    exercise,
+    wraps_answer,
+)
 
 
 def _symmetric_with_gap(n: int, seed: int) -> np.ndarray:
@@ -34,58 +25,106 @@ def _symmetric_with_gap(n: int, seed: int) -> np.ndarray:
     return (q * eigenvalues) @ q.T
 
 
-def check_is_eigenpair(func: Callable) -> CheckResult:
-    """``func(a, v, lam)``: True when a @ v equals lam * v (``np.allclose``, atol 1e-8), else
-    False; ValueError when v is the zero vector."""
-    d = np.diag([2.0, 3.0])
-    s = np.array([[2.0, 1.0], [1.0, 2.0]])
-    upper = np.array([[2.0, 1.0], [0.0, 3.0]])
-    cases = [
-        Case((d, np.array([0.0, 1.0]), 3.0), "diag(2, 3), v = e2, lambda = 3", expected=True),
-        Case((d, np.array([0.0, 1.0]), 2.0), "diag(2, 3), v = e2, lambda = 2", expected=False),
-        Case((s, np.array([1.0, 1.0]), 3.0), "[[2, 1], [1, 2]], v = [1, 1], 3", expected=True),
-        Case((s, np.array([1.0, -1.0]), 1.0), "[[2, 1], [1, 2]], v = [1, -1], 1", expected=True),
-        Case((s, np.array([1.0, 0.0]), 2.0), "[1, 0] is not an eigenvector", expected=False),
-        Case((upper, np.array([1.0, 1.0]), 3.0),
-             "not symmetric: [[2, 1], [0, 3]], v = [1, 1], 3 (A v, not v A)", expected=True),
-        Case((upper, np.array([1.0, 0.0]), 2.0), "not symmetric: v = [1, 0], 2", expected=True),
-        Case((np.array([[0.1, 0.2], [0.0, 0.3]]), np.array([1.0, 1.0]), 0.3),
-             "0.1 + 0.2 != 0.3 in floating point: compare with a tolerance", expected=True),
-        Case((s, np.array([1.0, 1.0]), 3.0001), "lambda off by 1e-4 is too far for np.allclose",
-             expected=False),
-        Case((d, np.zeros(2), 0.0), "the zero vector", raises=ValueError),
-    ]
-    return check_function(func, cases=cases, reference=_is_eigenpair, name="is_eigenpair")
+_SHRINK = 0.8 ** (2 * 10)  # (lambda_2 / lambda_1)^2 per step, for 10 steps
 
 
+@exercise("predict")
+def check_error_after_ten_steps(answer) -> CheckResult:
+    """``answer``: the factor by which power iteration's eigenvalue error shrinks over 10 steps on
+    a symmetric matrix with lambda_2 / lambda_1 = 0.8: (0.8^2)^10 = 0.0115 (within 5%)."""
+    notes = {0.8**10: "That is 0.8^10: for a symmetric matrix the estimate's error shrinks by "
+                      "the square of the ratio each step.",
+             0.64 * 10: "Ten steps multiply the factors, they do not add them.",
+             0.8 * 10: "Ten steps multiply the factors, they do not add them."}
+    note = next((why for value, why in notes.items()
+                 if isinstance(answer, (int, float)) and not isinstance(answer, bool)
+                 and math.isclose(answer, value, rel_tol=0.05)), "")
+    explanation = (f"{note} Each step multiplies the error of x^T A x by about "
+                   "(lambda_2 / lambda_1)^2 = 0.64 (section 3), so ten steps multiply it by "
+                   "0.64^10 = 0.0115: about 1/87.")
+    return check_number(answer, _SHRINK, name="error_after_ten_steps",
+                        label="error factor over 10 steps, lambda_2 / lambda_1 = 0.8",
+                        explanation=explanation.strip(), rtol=0.05)
+
+
+def _random_start_only(func: Callable) -> Callable:
+    """``func(a, num_iters, rng)`` under the exercise's rule: the start must be drawn from
+    ``rng``; a function that never draws from it starts from a fixed vector."""
+
+    @wraps_answer(func)
+    def checked(a, num_iters, rng):
+        before = rng.bit_generator.state
+        result = func(a, num_iters, rng)
+        if rng.bit_generator.state == before:
+            raise RuleBroken("it never draws from `rng`, so it starts from the same vector every "
+                             "time: the rule is a random start, x = rng.standard_normal(n)")
+        return result
+
+    return checked
+
+
+@exercise("constrain")
 def check_power_iteration(func: Callable) -> CheckResult:
-    """``func(a, num_iters)``: the dominant eigenvalue (largest in magnitude, with its sign)
-    of a square matrix; ValueError when a is not square."""
+    """``func(a, num_iters, rng)``: the dominant eigenvalue (largest in magnitude, with its sign)
+    of a square matrix, from a start drawn from the generator ``rng``; ValueError when a is not
+    square. The rule is enforced twice: an answer that never draws from ``rng`` fails every case,
+    and two cases defeat the fixed starts a learner would pick: [[1, -2], [-2, 1]] (np.ones is
+    an eigenvector of -1 there; the dominant eigenvalue is 3) and diag(1, 3) (e_1 is an
+    eigenvector of 1)."""
+
+    def gen(seed: int) -> np.random.Generator:
+        return np.random.default_rng(seed)
+
     cases = [
-        Case((np.diag([2.0, 3.0]), 200), "diag(2, 3): 3", expected=3.0),
-        Case((np.array([[2.0, 1.0], [1.0, 2.0]]), 200), "[[2, 1], [1, 2]]: 3", expected=3.0),
-        Case((np.diag([-4.0, 1.0, 2.0]), 200), "diag(-4, 1, 2): -4, sign kept", expected=-4.0),
-        Case((_symmetric_with_gap(5, 0), 200), "a 5x5 symmetric matrix: 6", expected=6.0),
-        Case((np.ones((2, 3)), 10), "a (2, 3) matrix is not square", raises=ValueError),
+        Case((np.diag([2.0, 3.0]), 200, gen(1)), "diag(2, 3): 3", expected=3.0),
+        Case((np.array([[2.0, 1.0], [1.0, 2.0]]), 200, gen(2)), "[[2, 1], [1, 2]]: 3",
+             expected=3.0),
+        Case((np.diag([-4.0, 1.0, 2.0]), 200, gen(3)), "diag(-4, 1, 2): -4, sign kept",
+             expected=-4.0),
+        Case((_symmetric_with_gap(5, 0), 200, gen(4)), "a 5x5 symmetric matrix: 6", expected=6.0),
+        Case((np.array([[1.0, -2.0], [-2.0, 1.0]]), 200, gen(5)),
+             "[[1, -2], [-2, 1]]: 3 (from np.ones, an eigenvector of -1, you would get -1)",
+             expected=3.0),
+        Case((np.diag([1.0, 3.0]), 200, gen(6)),
+             "diag(1, 3): 3 (from [1, 0], an eigenvector of 1, you would get 1)", expected=3.0),
+        Case((np.ones((2, 3)), 10, gen(7)), "a (2, 3) matrix is not square", raises=ValueError),
     ]
-    return check_function(func, cases=cases, name="power_iteration", rtol=1e-6)
+    return check_function(_random_start_only(func), cases=cases, name="power_iteration",
+                          rtol=1e-6)
 
 
-def check_explained_variance_ratio(func: Callable) -> CheckResult:
-    """``func(x)``: for points x (n, d), the covariance eigenvalues sorted from largest to
-    smallest, divided by their sum (d,); ValueError for fewer than 2 points or no variance."""
-    rng = np.random.default_rng(4)
-    cloud = rng.standard_normal((200, 3)) * [3.0, 1.0, 0.3] + [5.0, -2.0, 1.0]
-    cross = np.array([[3.0, 0.0], [-3.0, 0.0], [0.0, 1.0], [0.0, -1.0]]) + 10.0
-    line = np.outer(np.arange(6.0), [1.0, 2.0, 2.0])
+def _data_with_covariance(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((50, 3)) @ np.array([[2.0, 0.5, 0.0], [0.0, 1.0, 0.3],
+                                                 [0.0, 0.0, 0.4]]) + [4.0, -1.0, 2.0]
+    return x, np.cov(x, rowvar=False)
+
+
+def _projection_variance(x: np.ndarray, u: np.ndarray) -> float:
+    """The sample variance (n - 1) of the centred points projected onto u / |u|: the number the
+    derived formula must reproduce, computed from the points themselves."""
+    z = (x - x.mean(axis=0)) @ (u / np.linalg.norm(u))
+    return float(z @ z / (len(x) - 1))
+
+
+@exercise("derive")
+def check_variance_along(func: Callable) -> CheckResult:
+    """``func(cov, u)``: the variance of the data's projections onto the direction of u, from the
+    covariance matrix alone: u^T C u / (u^T u). Each expected value is measured on the points
+    whose covariance is ``cov``; ValueError for u = 0."""
+    x, cov = _data_with_covariance(8)
+    top = np.linalg.eigh(cov)[1][:, -1]
     cases = [
-        Case((cross,), "a cross of 4 points, variances 9:1 -> [0.9, 0.1]"),
-        Case((cloud,), "a (200, 3) Gaussian cloud, off the origin"),
-        Case((line,), "points on a line: [1, 0, 0]"),
-        Case((np.ones((1, 3)),), "a single point", raises=ValueError),
-        Case((np.ones((5, 2)),), "5 copies of one point: no variance", raises=ValueError),
+        Case((cov, np.array([1.0, 0.0, 0.0])), "u = e_1: the variance of the first coordinate",
+             expected=_projection_variance(x, np.array([1.0, 0.0, 0.0]))),
+        Case((cov, np.array([1.0, 1.0, 0.0])), "u = [1, 1, 0], not of length 1",
+             expected=_projection_variance(x, np.array([1.0, 1.0, 0.0]))),
+        Case((cov, np.array([-2.0, 3.0, 6.0])), "u = [-2, 3, 6], of length 7",
+             expected=_projection_variance(x, np.array([-2.0, 3.0, 6.0]))),
+        Case((cov, 5 * top), "u along the top eigenvector: the largest eigenvalue",
+             expected=float(np.linalg.eigvalsh(cov)[-1])),
+        Case((np.array([[9.0, 0.0], [0.0, 1.0]]), np.array([0.0, 2.0])),
+             "C = diag(9, 1), u = [0, 2]: 1", expected=1.0),
+        Case((cov, np.zeros(3)), "the zero vector has no direction", raises=ValueError),
     ]
-    return check_function(
-        func, cases=cases, reference=_explained_variance_ratio, name="explained_variance_ratio",
-        atol=1e-9,
-    )
+    return check_function(func, cases=cases, name="variance_along", rtol=1e-9)

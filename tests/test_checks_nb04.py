@@ -1,95 +1,134 @@
 """Notebook 04's checkers: right answers pass, plausible mistakes fail with a reason."""
 
+import bisect
+
 import numpy as np
 from checker_table import right, table_test, wrong
 
 from course_utils.checks import nb04
-from course_utils.stats import empirical_frequencies, standardize, variance
+from course_utils.stats import standardize
 
 
-def variance_by_hand(x, ddof):
-    if len(x) - ddof <= 0:
-        raise ValueError(f"need more than ddof={ddof} values, got {len(x)}")
-    return float(((x - x.sum() / len(x)) ** 2).sum() / (len(x) - ddof))
+def score_variance(d_k, mean_q, var_q, mean_k, var_k):
+    second_q, second_k = var_q + mean_q**2, var_k + mean_k**2  # E[q_i^2], E[k_i^2]
+    return d_k * (second_q * second_k - (mean_q * mean_k) ** 2)
 
 
-def variance_by_numpy(x, ddof):
-    if len(x) <= ddof:
-        raise ValueError("too few values")
-    return float(np.var(x, ddof=ddof))
+def standardize_fixed(x):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5)
 
 
-def standardize_by_hand(x, axis=-1, ddof=0):
-    mean = x.mean(axis=axis, keepdims=True)
-    std = x.std(axis=axis, ddof=ddof, keepdims=True)
-    if np.any(std == 0):
-        raise ValueError("a constant row has no spread")
-    return (x - mean) / std
+def standardize_buggy(x):  # the notebook's function: the mean lines up with the wrong axis
+    mean = x.mean(axis=-1)
+    var = x.var(axis=-1)
+    return (x - mean) / np.sqrt(var + 1e-5)
 
 
-def standardize_in_place(x):
-    mean, std = x.mean(axis=-1, keepdims=True), x.std(axis=-1, keepdims=True)
-    if np.any(std == 0):
-        raise ValueError("constant row")
-    x -= mean
-    x /= std
-    return x
+def standardize_2d_fix(x):  # [:, None] repairs a 2-D input only
+    mean = x.mean(axis=-1)[:, None]
+    var = x.var(axis=-1)[:, None]
+    return (x - mean) / np.sqrt(var + 1e-5)
 
 
-def frequencies_by_counting(samples, n_categories, lowest=0):
-    if len(samples) == 0:
-        raise ValueError("no samples")
-    if samples.min() < lowest or samples.max() >= n_categories:
-        raise ValueError(f"samples must lie in [0, {n_categories})")
-    counts = np.zeros(n_categories)
-    for s in samples:
-        counts[s] += 1
-    return counts / len(samples)
+def standardize_no_eps(x):
+    mean, var = x.mean(axis=-1, keepdims=True), x.var(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var)
 
 
-def frequencies_of_seen(samples, n_categories):
-    if len(samples) == 0 or samples.min() < 0 or samples.max() >= n_categories:
-        raise ValueError("bad samples")
-    return np.bincount(samples) / len(samples)
+def standardize_sample_variance(x):
+    mean, var = x.mean(axis=-1, keepdims=True), x.var(axis=-1, ddof=1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5)
+
+
+def sample_by_counting(probs, u):
+    below = (u[:, None] >= np.cumsum(probs)[None, :]).sum(axis=1)
+    return np.minimum(below, len(probs) - 1)
+
+
+def sample_by_argmax(probs, u):
+    inside = u[:, None] < np.cumsum(probs)[None, :]
+    inside[:, -1] = True  # rounding may leave the total just below u: the last category
+    return inside.argmax(axis=1)
+
+
+def sample_unclipped(probs, u):
+    return (u[:, None] >= np.cumsum(probs)[None, :]).sum(axis=1)
+
+
+def sample_argmax_unguarded(probs, u):
+    return (u[:, None] < np.cumsum(probs)[None, :]).argmax(axis=1)
+
+
+def sample_left_boundary(probs, u):  # u on a boundary goes to the left category
+    below = (u[:, None] > np.cumsum(probs)[None, :]).sum(axis=1)
+    return np.minimum(below, len(probs) - 1)
+
+
+def sample_by_searchsorted(probs, u):
+    cdf = np.cumsum(probs)
+    return np.minimum(np.searchsorted(cdf, u, side="right"), len(probs) - 1)
+
+
+def sample_by_loop(probs, u):
+    cdf = list(np.cumsum(probs))
+    out = []
+    for value in u:
+        out.append(min(bisect.bisect_right(cdf, value), len(cdf) - 1))
+    return np.array(out)
 
 
 ROWS = [
-    *right(nb04.check_variance, course_utils=variance, worked=variance_by_hand,
-           numpy=variance_by_numpy),
+    *right(nb04.check_variance_of_difference, exact=35 / 6, rounded=5.83),
     *wrong(
-        nb04.check_variance,
-        ignores_ddof=(lambda x, ddof: variance_by_hand(x, 0),
-                      "[1, 2, 3, 4, 5], ddof=1: 2.5: values differ: expected 2.5, got 2.0"),
-        numpy_without_check=(lambda x, ddof: float(np.var(x, ddof=ddof)),
-                             "should raise ValueError, returned nan (it warned: Degrees of "
-                             "freedom <= 0"),
-        always_n_minus_1=(lambda x, ddof: variance_by_hand(x, 1) if len(x) > 1 else 0.0,
-                          "values differ: expected 2.0, got 2.5"),
+        nb04.check_variance_of_difference,
+        subtracted=(0.0, "expected about 5.83333 (within 2%), got 0"),
+        one_die=(35 / 12, "got 2.91667"),
+        std_not_variance=(float(np.sqrt(35 / 6)), "got 2.41523"),
     ),
-    *right(nb04.check_standardize, course_utils=standardize, worked=standardize_by_hand),
+    *right(nb04.check_score_variance, worked=score_variance),
     *wrong(
-        nb04.check_standardize,
-        sample_std=(lambda x: standardize_by_hand(x, ddof=1),
-                    "the worst at [0]: expected -1.414213562373095, got -1.2649110640673518"),
-        whole_array=(lambda x: standardize_by_hand(x, axis=None),
-                     "each row of a (3, 6) array on its own: values differ"),
-        columns=(lambda x: standardize_by_hand(x, axis=0),
-                 "a constant row: should raise ValueError, returned array([[-1., -1.], [1., 1.]])"),
-        in_place=(standardize_in_place, "changed its argument `x` in place"),
+        nb04.check_score_variance,
+        variances_only=(lambda d, mq, vq, mk, vk: d * vq * vk,
+                        "keys with mean 1: E[k_i^2] = Var(k_i) + E[k_i]^2 = 2: values differ: "
+                        "expected 128.0, got 64.0"),
+        second_moments_only=(lambda d, mq, vq, mk, vk: d * (vq + mq**2) * (vk + mk**2),
+                             "both means non-zero: (E[q_i k_i])^2 is no longer 0: values "
+                             "differ: expected 40.0, got 72.0"),
+        variances_added=(lambda d, mq, vq, mk, vk: d * (vq + vk),
+                         "standard normal entries, d_k = 64: section 11's d_k: values differ: "
+                         "expected 64.0, got 128.0"),
+        no_d_k=(lambda d, mq, vq, mk, vk: score_variance(1, mq, vq, mk, vk),
+                "expected 64.0, got 1.0"),
     ),
-    *right(nb04.check_empirical_frequencies, course_utils=empirical_frequencies,
-           worked=frequencies_by_counting),
+    *right(nb04.check_standardize_tokens, worked=standardize_fixed,
+           course_utils=lambda x: standardize(x, eps=1e-5)),
     *wrong(
-        nb04.check_empirical_frequencies,
-        negative_wraps=(lambda s, n: frequencies_by_counting(s, n, lowest=-n),
-                        "-1 is not a category (indexing would count it as 2): should raise "
-                        "ValueError, returned array([0.5, 0., 0.5])"),
-        unseen_dropped=(frequencies_of_seen, "unseen categories get 0: [0, 1, 0, 0]: shape: "
-                        "expected (4,), got (2,)"),
-        counts=(lambda s, n: frequencies_by_counting(s, n) * len(s),
-                "values differ: expected [0.6, 0.2, 0.2], got [3., 1., 1.]"),
-        integer_division=(lambda s, n: np.bincount(s, minlength=n) // len(s),
-                          "dtype: expected float64, got int64"),
+        nb04.check_standardize_tokens,
+        buggy=(standardize_buggy, "4 tokens of d = 4 (the bug runs silently here): each row its "
+                                  "own mean: values differ"),
+        buggy_shape=(standardize_buggy, "3 tokens of d = 8: raised ValueError: operands could "
+                                        "not be broadcast"),
+        fixed_for_2d_only=(standardize_2d_fix, "a (batch, seq, d) = (2, 3, 8) tensor: raised "
+                                               "ValueError"),
+        no_eps=(standardize_no_eps, "a constant token: the 1e-5 keeps it finite (all zeros): "
+                                    "values differ"),
+        sample_variance=(standardize_sample_variance, "3 tokens of d = 8: values differ"),
+    ),
+    *right(nb04.check_sample_from_uniforms, counting=sample_by_counting,
+           argmax=sample_by_argmax),
+    *wrong(
+        nb04.check_sample_from_uniforms,
+        unclipped=(sample_unclipped, "rounds to 0.9999999999999999: the last category, 2: values "
+                                     "differ: expected [2], got [3]"),
+        argmax_unguarded=(sample_argmax_unguarded, "the last category, 2: values differ: "
+                                                   "expected [2], got [0]"),
+        left_boundary=(sample_left_boundary, "a u exactly on a boundary belongs to the category "
+                                             "to its right: values differ"),
+        searchsorted=(sample_by_searchsorted, "it uses np.searchsorted or np.digitize: this "
+                                              "exercise finds the interval by comparing"),
+        loop=(sample_by_loop, "it loops over the draws"),
     ),
 ]
 

@@ -2,92 +2,132 @@
 
 import numpy as np
 import scipy.special
+import torch
 from checker_table import right, table_test, wrong
 
 from course_utils.checks import nb05
+from course_utils.softmax import log_softmax
 
 
-def as_scores(x):
-    x = np.asarray(x, dtype=np.float64)
-    if x.size == 0:
-        raise ValueError("x must not be empty")
-    return x
+def sigmoid_two_branches(d):
+    e = np.exp(-np.abs(d))
+    return np.where(d >= 0, 1 / (1 + e), e / (1 + e))
 
 
-def softmax(x, shift=np.max):
-    x = as_scores(x)
-    e = np.exp(x - shift(x))
-    return e / e.sum()
+def sigmoid_from_logaddexp(d):
+    return np.exp(-np.logaddexp(0.0, -d))  # 1 / (1 + e^-d) = e^(-ln(1 + e^-d))
 
 
-def softmax_in_place(x):
-    x = as_scores(x)  # the same array when x is already float64
-    x -= x.max()
-    return np.exp(x) / np.exp(x).sum()
+def sigmoid_naive(d):  # e^d / (e^d + 1) overflows to inf / inf at d = 1000
+    e = np.exp(d)
+    return e / (e + 1)
 
 
-def naive_softmax(x):
-    with np.errstate(over="ignore", invalid="ignore"):
-        return softmax(x, shift=lambda x: 0.0)
+def sigmoid_one_branch(d):  # 1 / (1 + e^-d) is right, but e^1000 warns of an overflow
+    return 1 / (1 + np.exp(-d))
 
 
-def logsumexp(x, shift=np.max):
-    x = as_scores(x)
-    m = shift(x)
-    return float(m + np.log(np.sum(np.exp(x - m))))
+def sigmoid_wrong_sign(d):
+    e = np.exp(-np.abs(d))
+    return np.where(d >= 0, e / (1 + e), 1 / (1 + e))
 
 
-def naive_logsumexp(x):
-    with np.errstate(over="ignore"):
-        return logsumexp(x, shift=lambda x: 0.0)
+def softmax_fp16_fixed(scores):
+    shifted = scores - scores.max(dim=-1, keepdim=True).values
+    e = torch.exp(shifted)
+    return e / e.sum(dim=-1, keepdim=True)
 
 
-def softmax_with_temperature(x, temperature, scale=np.divide):
-    if temperature <= 0:
-        raise ValueError(f"temperature must be positive, got {temperature}")
-    return softmax(scale(as_scores(x), temperature))
+def softmax_fp16_buggy(scores):
+    s = scores.to(torch.float16)
+    e = torch.exp(s)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def softmax_fp16_global_max(scores):
+    e = torch.exp(scores - scores.max())
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def softmax_fp16_in_float32(scores):
+    return torch.softmax(scores.float(), dim=-1)
+
+
+def softmax_fp16_min_shift(scores):
+    e = torch.exp(scores - scores.min(dim=-1, keepdim=True).values)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def log_softmax_by_hand(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    if np.isneginf(m).any():
+        raise ValueError("a slice with every entry masked has no distribution")
+    shifted = x - m
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def log_of_softmax(x, axis):
+    with np.errstate(divide="ignore"):
+        return np.log(scipy.special.softmax(x, axis=axis))
+
+
+def log_softmax_last_axis(x, axis):
+    return log_softmax_by_hand(x, -1)
+
+
+def log_softmax_global_max(x, axis):
+    shifted = x - x.max()
+    with np.errstate(divide="ignore"):
+        return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def log_softmax_no_check(x, axis):
+    with np.errstate(invalid="ignore"):
+        return scipy.special.log_softmax(x, axis=axis)
 
 
 ROWS = [
-    *right(nb05.check_softmax_from_scratch, worked=softmax,
-           scipy=lambda x: scipy.special.softmax(as_scores(x))),
+    *right(nb05.check_float16_spacing, exact=0.5, as_power=2.0**-1),
     *wrong(
-        nb05.check_softmax_from_scratch,
-        no_shift=(naive_softmax, "huge inputs: exp(1000) overflows: values differ: expected "
-                  "[0.09003057, 0.24472847, 0.66524096], got [nan, nan, nan]; 3 of 3 entries "
-                  "differ (3 are nan)"),
-        minus_the_min=(lambda x: softmax(x, shift=np.min),
-                       "a wide range [0, 1000]: shift by the max, not the min: values differ: "
-                       "expected [0., 1.], got [0., nan]"),
-        in_place_shift=(softmax_in_place, "changed its argument `x` in place"),
-        float32=(lambda x: softmax(x).astype(np.float32), "dtype: expected float64, got float32"),
-        a_list=(lambda x: list(softmax(x)), "expected a numpy.ndarray, got list"),
-        reversed=(lambda x: softmax(x)[::-1],
-                  "the worst at [0]: expected 0.31196831320450585, got 0.5684433286160447"),
+        nb05.check_float16_spacing,
+        epsilon=(2.0**-10, "expected about 0.5 (within 1%), got 0.000976562"),
+        relative_to_1000=(1000 * 2.0**-10, "got 0.976562"),
+        one=(1.0, "got 1"),
     ),
-    *right(nb05.check_logsumexp_from_scratch, worked=logsumexp,
-           scipy=lambda x: float(scipy.special.logsumexp(as_scores(x)))),
+    *right(nb05.check_sigmoid, two_branches=sigmoid_two_branches,
+           logaddexp=sigmoid_from_logaddexp, scipy=scipy.special.expit),
     *wrong(
-        nb05.check_logsumexp_from_scratch,
-        no_shift=(naive_logsumexp, "[1000, 1000] -> 1000 + ln 2: values differ: expected "
-                  "1000.6931471805599, got inf"),
-        max_only=(lambda x: float(np.max(as_scores(x))),
-                  "small inputs: values differ: expected 3.4076059644443806, got 3.0"),
-        minus_the_min=(lambda x: logsumexp(x, shift=np.min),
-                       "a -inf entry adds exp(-inf) = 0: values differ: expected 0.0, got nan"),
-        forgets_the_max=(lambda x: logsumexp(x) - np.max(x),
-                         "expected 1000.6931471805599, got 0.6931471805598903"),
+        nb05.check_sigmoid,
+        naive=(sigmoid_naive, "d = 1000: the first score takes everything, 1: values differ: "
+                              "expected [1.], got [nan]"),
+        one_branch=(sigmoid_one_branch, "d = -1000: the first score gets e^-1000, 0 in float64: "
+                                        "right value, but it warned: overflow"),
+        wrong_sign=(sigmoid_wrong_sign, "d and -d give p and 1 - p: values differ"),
     ),
-    *right(nb05.check_softmax_with_temperature, worked=softmax_with_temperature),
+    *right(nb05.check_softmax_fp16, worked=softmax_fp16_fixed,
+           torch=lambda s: torch.softmax(s, dim=-1)),
     *wrong(
-        nb05.check_softmax_with_temperature,
-        multiplied=(lambda x, t: softmax_with_temperature(x, t, scale=np.multiply),
-                    "T = 0.5 sharpens: values differ"),
-        unguarded=(lambda x, t: softmax(np.divide(x, t)),
-                   "T = 0 divides by zero: should raise ValueError, returned array([nan, nan, "
-                   "nan]) (it warned: divide by zero encountered in divide)"),
-        negative_allowed=(lambda x, t: softmax_with_temperature(x, abs(t) or 1),
-                          "a negative temperature: should raise ValueError"),
+        nb05.check_softmax_fp16,
+        buggy=(softmax_fp16_buggy, "scores above 11.09: e^12 overflows float16: values differ"),
+        buggy_underflow=(softmax_fp16_buggy, "rows 30 apart: shift each row by its own maximum "
+                                             "(e^-30 underflows float16): values differ"),
+        global_max=(softmax_fp16_global_max, "rows 30 apart: shift each row by its own maximum "
+                                             "(e^-30 underflows float16): values differ"),
+        in_float32=(softmax_fp16_in_float32, "dtype: expected torch.float16, got torch.float32"),
+        min_shift=(softmax_fp16_min_shift, "scores 25 apart: the largest must become 0, not the "
+                                           "smallest (e^25 overflows float16): values differ"),
+    ),
+    *right(nb05.check_log_softmax_along, worked=log_softmax_by_hand,
+           course_utils=lambda x, axis: log_softmax(x, axis=axis)),
+    *wrong(
+        nb05.check_log_softmax_along,
+        log_of_softmax=(log_of_softmax, "[0, -800]: -800, not -inf (no log of a softmax): values "
+                                        "differ: expected [0., -800.], got [0., -inf]"),
+        last_axis_only=(log_softmax_last_axis, "a (3, 4) array down its columns (axis=0): values "
+                                               "differ"),
+        global_max=(log_softmax_global_max, "rows 2000 apart: each row's own maximum: values "
+                                            "differ"),
+        no_check=(log_softmax_no_check, "a row with every entry masked: should raise ValueError"),
     ),
 ]
 

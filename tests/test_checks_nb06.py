@@ -1,104 +1,145 @@
 """Notebook 06's checkers: right answers pass, plausible mistakes fail with a reason."""
 
+import math
+
 import numpy as np
-import scipy.special
-import scipy.stats
+import torch
+import torch.nn.functional as F
 from checker_table import right, table_test, wrong
 
 from course_utils.checks import nb06
-from course_utils.information import cross_entropy_from_logits, entropy, kl_divergence
+from course_utils.softmax import log_softmax
 
 
-def entropy_by_hand(p, log=np.log):
-    p = np.asarray(p, dtype=np.float64)
-    nonzero = p[p > 0]  # 0 log 0 = 0: drop the zeros
-    return float(-np.sum(nonzero * log(nonzero)))
+def smoothed_worked(logits, targets, alpha):
+    log_q = log_softmax(logits, axis=-1)
+    nll = -log_q[np.arange(len(targets)), targets]
+    uniform_part = -log_q.mean(axis=-1)  # (1/C) sum_j -ln q_j
+    return float(np.mean((1 - alpha) * nll + alpha * uniform_part))
 
 
-def entropy_by_overwriting(p):
-    p[p == 0] = 1.0  # 1 log 1 = 0, but the caller's p is changed
-    return float(-np.sum(p * np.log(p)))
+def smoothed_torch(logits, targets, alpha):
+    return F.cross_entropy(torch.tensor(logits), torch.tensor(targets),
+                           label_smoothing=alpha).item()
 
 
-def kl_by_hand(p, q):
-    p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
-    keep = p > 0
-    with np.errstate(divide="ignore"):
-        return float(np.sum(p[keep] * (np.log(p[keep]) - np.log(q[keep]))))
+def smoothed_ignores_alpha(logits, targets, alpha):
+    return smoothed_worked(logits, targets, 0.0)
 
 
-def kl_with_warning(p, q):
-    keep = p > 0
-    return float(np.sum(p[keep] * np.log(p[keep] / q[keep])))  # p / 0 warns
+def smoothed_sum_not_mean(logits, targets, alpha):  # alpha times the sum over classes, not 1/C
+    log_q = log_softmax(logits, axis=-1)
+    nll = -log_q[np.arange(len(targets)), targets]
+    return float(np.mean((1 - alpha) * nll + alpha * -log_q.sum(axis=-1)))
 
 
-def kl_with_floor(p, q):
-    keep = p > 0
-    return float(np.sum(p[keep] * np.log(p[keep] / np.maximum(q[keep], 1e-12))))
+def smoothed_via_probabilities(logits, targets, alpha):
+    q = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    q = q / q.sum(axis=-1, keepdims=True)
+    p = (1 - alpha) * np.eye(logits.shape[-1])[targets] + alpha / logits.shape[-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.mean(-np.sum(p * np.log(q), axis=-1)))
 
 
-def log_softmax(z):
-    m = z.max(axis=-1, keepdims=True)
-    return z - m - np.log(np.exp(z - m).sum(axis=-1, keepdims=True))
+def nll_buggy(logits, targets, ignore_index):  # the notebook's function: two bugs
+    log_probs = log_softmax(logits, axis=-1)
+    kept = targets != -100
+    losses = -log_probs[kept, targets[kept]]
+    return float(losses.sum() / targets.size)
 
 
-def cross_entropy(logits, targets, divide_by_all=False):
-    keep = targets != -100
-    log_p = log_softmax(np.asarray(logits, dtype=np.float64))
-    picked = log_p[np.arange(len(targets))[keep], targets[keep]]
-    return float(-picked.sum() / (len(targets) if divide_by_all else keep.sum()))
+def nll_fixed(logits, targets, ignore_index):
+    kept = targets != ignore_index
+    return float(-log_softmax(logits, axis=-1)[kept, targets[kept]].mean())
 
 
-def cross_entropy_in_place(logits, targets):
-    logits -= logits.max(axis=-1, keepdims=True)
-    return cross_entropy(logits, targets)
+def nll_torch(logits, targets, ignore_index):
+    v = logits.shape[-1]
+    return F.cross_entropy(torch.tensor(logits).reshape(-1, v), torch.tensor(targets).reshape(-1),
+                           ignore_index=ignore_index).item()
 
 
-def cross_entropy_of_probabilities(logits, targets):
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        probs = np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
-        keep = targets != -100
-        return float(-np.log(probs[np.arange(len(targets))[keep], targets[keep]]).mean())
+def nll_only_mean_fixed(logits, targets, ignore_index):
+    kept = targets != -100
+    return float(-log_softmax(logits, axis=-1)[kept, targets[kept]].mean())
+
+
+def nll_only_index_fixed(logits, targets, ignore_index):
+    kept = targets != ignore_index
+    return float(-log_softmax(logits, axis=-1)[kept, targets[kept]].sum() / targets.size)
+
+
+def kl_worked(teacher, student):
+    log_p, log_q = log_softmax(teacher, axis=-1), log_softmax(student, axis=-1)
+    p = np.exp(log_p)
+    with np.errstate(invalid="ignore"):
+        return np.where(p > 0, p * (log_p - log_q), 0.0).sum(axis=-1)
+
+
+def kl_as_cross_entropy_minus_entropy(teacher, student):
+    log_p, log_q = log_softmax(teacher, axis=-1), log_softmax(student, axis=-1)
+    p = np.exp(log_p)
+    safe = p > 0  # H(p, q) - H(p), both with 0 log 0 = 0
+    with np.errstate(invalid="ignore"):
+        cross = np.where(safe, -p * log_q, 0.0).sum(axis=-1)
+        own = np.where(safe, -p * log_p, 0.0).sum(axis=-1)
+    return cross - own
+
+
+def kl_via_probabilities(teacher, student):
+    p = np.exp(teacher - teacher.max(axis=-1, keepdims=True))
+    p = p / p.sum(axis=-1, keepdims=True)
+    q = np.exp(student - student.max(axis=-1, keepdims=True))
+    q = q / q.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(p > 0, p * np.log(p / q), 0.0).sum(axis=-1)
+
+
+def kl_without_zero_rule(teacher, student):
+    log_p, log_q = log_softmax(teacher, axis=-1), log_softmax(student, axis=-1)
+    with np.errstate(invalid="ignore"):
+        return (np.exp(log_p) * (log_p - log_q)).sum(axis=-1)
+
+
+def kl_reversed(teacher, student):
+    return kl_worked(student, teacher)
 
 
 ROWS = [
-    *right(nb06.check_entropy_from_scratch, course_utils=entropy, worked=entropy_by_hand,
-           scipy=lambda p: float(scipy.stats.entropy(p))),
+    *right(nb06.check_loss_at_initialisation, exact=math.log(50_257), rounded=10.8),
     *wrong(
-        nb06.check_entropy_from_scratch,
-        nan_for_zeros=(lambda p: float(-np.sum(p * np.log(p))),
-                       "one-hot: no uncertainty, and 0 log 0 = 0 (not nan): values differ: "
-                       "expected 0.0, got nan (it warned: divide by zero encountered in log)"),
-        bits=(lambda p: entropy_by_hand(p, log=np.log2), "expected 0.5004024235381879, got "
-              "0.7219280948873623"),
-        forgets_the_minus=(lambda p: -entropy_by_hand(p), "expected 1.3862943611198906, got "
-                           "-1.3862943611198906"),
-        overwrites_zeros=(entropy_by_overwriting, "changed its argument `p` in place"),
+        nb06.check_loss_at_initialisation,
+        logit_value=(2.5, "expected about 10.8249 (within 1%), got 2.5"),
+        bits=(math.log2(50_257), "got 15.617"),
+        perplexity=(50_257.0, "got 50257"),
     ),
-    *right(nb06.check_kl_from_scratch, course_utils=kl_divergence, worked=kl_by_hand,
-           scipy=lambda p, q: float(scipy.special.rel_entr(p, q).sum())),
+    *right(nb06.check_label_smoothed_loss, worked=smoothed_worked, torch=smoothed_torch),
     *wrong(
-        nb06.check_kl_from_scratch,
-        reversed=(lambda p, q: kl_by_hand(q, p), "KL([0.7, 0.3] || [0.6, 0.4]) = 0.0216: values "
-                  "differ: expected 0.02160085414354644, got 0.0225824210843575"),
-        warns=(kl_with_warning, "q = 0 < p: infinite: right value, but it warned: divide by zero "
-               "encountered in divide (it must not warn)"),
-        floor_on_q=(kl_with_floor, "q = 0 < p: infinite: values differ: expected inf, got "
-                    "13.12236337740433"),
+        nb06.check_label_smoothed_loss,
+        ignores_alpha=(smoothed_ignores_alpha, "one row, alpha = 0.1: values differ"),
+        sum_not_mean=(smoothed_sum_not_mean, "one row, alpha = 0.1: values differ"),
+        via_probabilities=(smoothed_via_probabilities, "logits near +-1000: each class's "
+                           "log-probability stays finite: values differ: expected 100.0, got inf"),
     ),
-    *right(nb06.check_cross_entropy_from_logits, course_utils=cross_entropy_from_logits,
-           worked=cross_entropy),
+    *right(nb06.check_masked_mean_nll, worked=nll_fixed, torch=nll_torch),
     *wrong(
-        nb06.check_cross_entropy_from_logits,
-        counts_padding=(lambda z, t: cross_entropy(z, t, divide_by_all=True),
-                        "targets of -100 (padding) are skipped, the mean is over the rest: "
-                        "values differ"),
-        log_of_softmax=(cross_entropy_of_probabilities,
-                        "huge logits: needs log-softmax, not log(softmax): values differ: "
-                        "expected 344.02028558158423, got nan"),
-        sums=(lambda z, t: cross_entropy(z, t) * np.sum(t != -100),
-              "a batch of 5 rows, 4 classes: the mean over rows: values differ"),
-        in_place=(cross_entropy_in_place, "changed its argument `logits` in place"),
+        nb06.check_masked_mean_nll,
+        buggy=(nll_buggy, "the same batch with 3 more padding positions: the loss must not "
+                          "change: values differ"),
+        only_mean_fixed=(nll_only_mean_fixed, "<pad> has the id 0 and ignore_index=0: values "
+                                              "differ"),
+        only_index_fixed=(nll_only_index_fixed, "sentence 1 padded after 4 tokens: 10 real "
+                                                "targets: values differ"),
+    ),
+    *right(nb06.check_kl_from_logits, worked=kl_worked,
+           cross_minus_entropy=kl_as_cross_entropy_minus_entropy),
+    *wrong(
+        nb06.check_kl_from_logits,
+        via_probabilities=(kl_via_probabilities, "logits near 1000: KL = 1000 (no inf, no nan): "
+                                                 "values differ: expected [1000.], got [inf]"),
+        no_zero_rule=(kl_without_zero_rule, "a teacher logit of -inf (p_i = 0) adds nothing: no "
+                                            "nan: values differ"),
+        reversed=(kl_reversed, "4 rows of 6 logits: 4 values: values differ"),
     ),
 ]
 

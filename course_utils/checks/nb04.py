@@ -2,54 +2,162 @@
 
 from __future__ import annotations
 
+import inspect
+import sys
 from collections.abc import Callable
 
 import numpy as np
 
-from course_utils.checks import Case, CheckResult, check_function
-from course_utils.stats import empirical_frequencies, standardize, variance
+from course_utils.checks import (
+    Case,
+    CheckResult,
+    RuleBroken,
+    check_function,
+    check_number,
+    exercise,
+    wraps_answer,
+)
+from course_utils.stats import standardize
+
+_LINE_BUDGET = 100  # lines of the learner's file per call: a loop over 1,000 draws runs more
 
 
-def check_variance(func: Callable) -> CheckResult:
-    """``func(x, ddof)``: sum((x - mean)^2) / (n - ddof) as a float; ValueError when
-    n - ddof <= 0 (an empty x included)."""
-    rng = np.random.default_rng(5)
-    cases = [
-        Case((np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 0), "[1, 2, 3, 4, 5], ddof=0: 2.0"),
-        Case((np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 1), "[1, 2, 3, 4, 5], ddof=1: 2.5"),
-        Case((rng.normal(10.0, 3.0, 50), 1), "50 draws from N(10, 3^2), ddof=1"),
-        Case((np.array([7.0]), 0), "a single value has variance 0"),
-        Case((np.array([7.0]), 1), "ddof=1 needs 2 values", raises=ValueError),
-        Case((np.array([]), 0), "an empty array", raises=ValueError),
-    ]
-    return check_function(func, cases=cases, reference=variance, name="variance", rtol=1e-9)
-
-
-def check_standardize(func: Callable) -> CheckResult:
-    """``func(x)``: each row (last axis) shifted to mean 0 and scaled to population variance 1;
-    ValueError when a row is constant."""
-    rng = np.random.default_rng(6)
-    cases = [
-        Case((np.array([1.0, 2.0, 3.0, 4.0, 5.0]),), "[1, 2, 3, 4, 5] -> [-1.41, ..., 1.41]"),
-        Case((rng.normal(3.0, 2.0, (3, 6)),), "each row of a (3, 6) array on its own"),
-        Case((rng.normal(0.0, 1.0, (2, 2, 4)),), "a (2, 2, 4) tensor: the last axis"),
-        Case((np.array([[1.0, 2.0], [5.0, 5.0]]),), "a constant row", raises=ValueError),
-    ]
-    return check_function(func, cases=cases, reference=standardize, name="standardize", rtol=1e-9)
-
-
-def check_empirical_frequencies(func: Callable) -> CheckResult:
-    """``func(samples, n_categories)``: the fraction of samples equal to each category, a float
-    array (n_categories,); ValueError for an empty sample or a category out of range."""
-    cases = [
-        Case((np.array([0, 0, 1, 2, 0]), 3), "[0, 0, 1, 2, 0] -> [0.6, 0.2, 0.2]"),
-        Case((np.array([1, 1]), 4), "unseen categories get 0: [0, 1, 0, 0]"),
-        Case((np.random.default_rng(7).integers(0, 5, 1000), 5), "1000 draws of 5 categories"),
-        Case((np.array([0, 3]), 3), "3 is not a category of 3", raises=ValueError),
-        Case((np.array([0, -1]), 3), "-1 is not a category (indexing would count it as 2)",
-             raises=ValueError),
-        Case((np.array([], dtype=np.int64), 3), "no samples", raises=ValueError),
-    ]
-    return check_function(
-        func, cases=cases, reference=empirical_frequencies, name="empirical_frequencies"
+@exercise("predict")
+def check_variance_of_difference(answer: object) -> CheckResult:
+    """The learner's number for Var(X - Y), X and Y two independent fair dice: 35/6."""
+    return check_number(
+        answer, 35 / 6, name="variance_of_difference", label="Var(X - Y) for two fair dice",
+        rtol=0.02,
+        explanation="Var(X - Y) = Var(X) + Var(-Y) + 2 Cov(X, -Y) = 35/12 + (-1)^2 * 35/12 + 0 "
+                    "= 35/6 = 5.83: -Y spreads as much as Y (Var(cX) = c^2 Var(X) with c = -1), "
+                    "and variances of independent terms add even when the terms are subtracted.",
     )
+
+
+def _score_variance(d_k, mean_q, var_q, mean_k, var_k):
+    return float(d_k * ((var_q + mean_q**2) * (var_k + mean_k**2) - mean_q**2 * mean_k**2))
+
+
+@exercise("derive")
+def check_score_variance(func: Callable) -> CheckResult:
+    """``func(d_k, mean_q, var_q, mean_k, var_k)``: Var(q . k) for q, k of d_k independent
+    entries, q_i with mean ``mean_q`` and variance ``var_q``, k_i with ``mean_k``, ``var_k``:
+    d_k ((var_q + mean_q^2)(var_k + mean_k^2) - mean_q^2 mean_k^2)."""
+    cases = [
+        Case((64, 0.0, 1.0, 0.0, 1.0), "standard normal entries, d_k = 64: section 11's d_k"),
+        Case((16, 0.0, 4.0, 0.0, 0.25), "d_k = 16, Var(q_i) = 4, Var(k_i) = 0.25"),
+        Case((64, 0.0, 1.0, 1.0, 1.0), "keys with mean 1: E[k_i^2] = Var(k_i) + E[k_i]^2 = 2"),
+        Case((8, 1.0, 1.0, 2.0, 0.5), "both means non-zero: (E[q_i k_i])^2 is no longer 0"),
+        Case((4, 1.0, 0.0, 2.0, 0.0), "constant entries (variance 0): q . k = 8 always, "
+                                      "so its variance is 0"),
+    ]
+    return check_function(func, cases=cases, reference=_score_variance, name="score_variance",
+                          rtol=1e-9)
+
+
+def _standardize_tokens(x):
+    return standardize(x, axis=-1, eps=1e-5)
+
+
+@exercise("debug")
+def check_standardize_tokens(func: Callable) -> CheckResult:
+    """``func(x)``: each token (the last axis of x) to mean 0 and variance 1,
+    (x - mean) / sqrt(var + 1e-5) with the population variance, for any number of leading
+    axes."""
+    rng = np.random.default_rng(41)
+    cases = [
+        Case((rng.normal(3.0, 2.0, (4, 4)),),
+             "4 tokens of d = 4 (the bug runs silently here): each row its own mean"),
+        Case((rng.normal(3.0, 2.0, (3, 8)),), "3 tokens of d = 8"),
+        Case((rng.normal(0.0, 5.0, (2, 3, 8)),), "a (batch, seq, d) = (2, 3, 8) tensor"),
+        Case((np.array([[1.0, 2.0, 3.0, 4.0], [5.0, 5.0, 5.0, 5.0]]),),
+             "a constant token: the 1e-5 keeps it finite (all zeros)"),
+    ]
+    return check_function(func, cases=cases, reference=_standardize_tokens,
+                          name="standardize_tokens", rtol=1e-7, atol=1e-9)
+
+
+def _inverse_transform(probs, u):
+    cdf = np.cumsum(probs)
+    return np.minimum(np.searchsorted(cdf, u, side="right"), len(probs) - 1).astype(np.int64)
+
+
+_SEARCHES = {"searchsorted", "digitize"}
+
+
+class _NoSearch(np.ndarray):
+    """An array that refuses NumPy's ready-made interval searches."""
+
+    def _refuse(self, *args, **kwargs):
+        raise RuleBroken("it uses np.searchsorted or np.digitize: this exercise finds the "
+                         "interval by comparing u with the cumulative sums")
+
+    searchsorted = _refuse
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=(), **kwargs):
+        if out:
+            kwargs["out"] = tuple(_plain(x) for x in out)
+        return getattr(ufunc, method)(*(_plain(x) for x in inputs), **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func.__name__ in _SEARCHES:
+            self._refuse()
+        return super().__array_function__(func, types, args, kwargs)
+
+
+def _plain(x):
+    return x.view(np.ndarray) if isinstance(x, _NoSearch) else x
+
+
+def _lines_run(func: Callable, *args) -> tuple[object, int]:
+    """``func(*args)`` and how many lines of its own source file ran (a loop repeats lines)."""
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    count = 0
+
+    def count_lines(frame, event, arg):
+        nonlocal count
+        count += event == "line"
+        return count_lines
+
+    def trace(frame, event, arg):
+        return count_lines if code and frame.f_code.co_filename == code.co_filename else None
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        return func(*args), count
+    finally:
+        sys.settrace(previous)
+
+
+@exercise("constrain")
+def check_sample_from_uniforms(func: Callable) -> CheckResult:
+    """``func(probs, u)``: for each uniform number u[j], the first category i with
+    u[j] < probs[0] + ... + probs[i] (the last category when rounding leaves the total just
+    below u[j]), as integers; without a Python loop and without np.searchsorted or np.digitize."""
+
+    @wraps_answer(func)
+    def by_comparison(probs, u):
+        result, lines = _lines_run(func, probs.view(_NoSearch), u.view(_NoSearch))
+        if lines > _LINE_BUDGET:
+            raise RuleBroken(f"it loops over the draws ({lines} lines of Python ran for "
+                             f"{len(u)} of them): compare all of u with all the cumulative sums "
+                             "at once, u[:, None] against cdf[None, :]")
+        return _plain(result)
+
+    rng = np.random.default_rng(44)
+    many = rng.dirichlet(np.ones(50))
+    cases = [
+        Case((np.array([0.7, 0.2, 0.1]), np.array([0.1, 0.75, 0.95])),
+             "cat owns [0, 0.7), dog [0.7, 0.9), bird [0.9, 1)"),
+        Case((np.array([0.5, 0.25, 0.25]), np.array([0.0, 0.3, 0.5, 0.6, 0.75, 0.9])),
+             "a u exactly on a boundary belongs to the category to its right"),
+        Case((np.array([0.5, 0.0, 0.5]), np.array([0.25, 0.5, 0.75])),
+             "a category of probability 0 is never drawn"),
+        Case((np.array([0.7, 0.2, 0.1]), np.array([1 - 2.0**-53])),
+             "the largest u below 1, while cumsum([0.7, 0.2, 0.1])[-1] rounds to "
+             "0.9999999999999999: the last category, 2"),
+        Case((many, rng.random(1_000)), "1,000 draws from 50 categories, without a loop"),
+    ]
+    return check_function(by_comparison, cases=cases, reference=_inverse_transform,
+                          name="sample_from_uniforms")

@@ -1,4 +1,4 @@
-"""Checkers for notebook 05: softmax, logsumexp and temperature written from scratch."""
+"""Checkers for notebook 05 (exponentials, logarithms and softmax)."""
 
 from __future__ import annotations
 
@@ -6,69 +6,99 @@ from collections.abc import Callable
 
 import numpy as np
 
-from course_utils.checks import Case, CheckResult, check_function
-from course_utils.softmax import logsumexp, softmax
+from course_utils.checks import Case, CheckResult, check_function, check_number, exercise
+from course_utils.softmax import log_softmax
 
 
-def _softmax_1d(x: np.ndarray) -> np.ndarray:
-    if np.asarray(x).size == 0:
-        raise ValueError("x must not be empty")
-    return softmax(x)
-
-
-def check_softmax_from_scratch(func: Callable[[np.ndarray], np.ndarray]) -> CheckResult:
-    """``func(x)`` must return the softmax of a 1-D array as float64, stable for huge inputs."""
-    cases = [
-        Case((np.array([2.5, 1.2, 0.3, 3.1]),), "the scores [2.5, 1.2, 0.3, 3.1]"),
-        Case((np.array([2.0, 1.0, 0.1]),), "[2, 1, 0.1] -> [0.659, 0.242, 0.099]"),
-        Case((np.array([1000.0, 1001.0, 1002.0]),), "huge inputs: exp(1000) overflows"),
-        Case((np.array([-1000.0, -1001.0]),), "very negative inputs: exp underflows"),
-        Case((np.array([0.0, 1000.0]),), "a wide range [0, 1000]: shift by the max, not the min"),
-        Case((np.array([7.0]),), "a single score gets probability 1"),
-        Case((np.array([1, 2, 3]),), "integers in, float64 probabilities out"),
-        Case((np.array([]),), "an empty array has no distribution", raises=ValueError),
-    ]
-    return check_function(func, cases=cases, reference=_softmax_1d, name="softmax_from_scratch")
-
-
-def _logsumexp_1d(x: np.ndarray) -> float:
-    if np.asarray(x).size == 0:
-        raise ValueError("x must not be empty")
-    return float(logsumexp(x))
-
-
-def check_logsumexp_from_scratch(func: Callable[[np.ndarray], float]) -> CheckResult:
-    """``func(x)`` must return log(sum(exp(x))) of a 1-D array without overflow or underflow."""
-    cases = [
-        Case((np.array([1.0, 2.0, 3.0]),), "small inputs"),
-        Case((np.array([1000.0, 1000.0]),), "[1000, 1000] -> 1000 + ln 2"),
-        Case((np.array([-1000.0, -1000.0, -1000.0]),), "[-1000]*3 -> -1000 + ln 3"),
-        Case((np.array([0.0, 1000.0]),), "a wide range [0, 1000] -> 1000"),
-        Case((np.array([0.0, -np.inf]),), "a -inf entry adds exp(-inf) = 0"),
-        Case((np.array([5.0]),), "a single entry is its own logsumexp"),
-        Case((np.array([]),), "an empty array", raises=ValueError),
-    ]
-    return check_function(func, cases=cases, reference=_logsumexp_1d, name="logsumexp_from_scratch")
-
-
-def _softmax_temperature(x: np.ndarray, temperature: float) -> np.ndarray:
-    if temperature <= 0:
-        raise ValueError("temperature must be positive")
-    return softmax(x, temperature=temperature)
-
-
-def check_softmax_with_temperature(func: Callable[[np.ndarray, float], np.ndarray]) -> CheckResult:
-    """``func(x, temperature)`` must return softmax(x / T) and reject T <= 0."""
-    x = np.array([2.0, 1.0, 0.1])
-    cases = [
-        Case((x, 1.0), "T = 1 is the plain softmax"),
-        Case((x, 0.5), "T = 0.5 sharpens"),
-        Case((x, 10.0), "T = 10 flattens"),
-        Case((x, 0.001), "T = 0.001: almost one-hot, without overflow"),
-        Case((np.array([300.0, 0.0]), 0.5), "large logits at low temperature"),
-        Case((x, 0.0), "T = 0 divides by zero", raises=ValueError),
-        Case((x, -1.0), "a negative temperature", raises=ValueError),
-    ]
-    return check_function(
-        func, cases=cases, reference=_softmax_temperature, name="softmax_with_temperature"
+@exercise("predict")
+def check_float16_spacing(answer: object) -> CheckResult:
+    """The learner's number for the gap between 1000 and the next larger float16: 0.5."""
+    return check_number(
+        answer, 0.5, name="float16_spacing", label="the gap after 1000 in float16", rtol=0.01,
+        explanation="1000 lies between 2^9 = 512 and 2^10 = 1024, so float16 stores it as "
+                    "2^9 x (1 + m/1024) with its 10 mantissa bits: neighbours differ by "
+                    "2^9 / 2^10 = 0.5. The spacing near 1 (machine epsilon, 2^-10) is multiplied "
+                    "by the power of two the number sits in; 1000.2 is stored as 1000.",
     )
+
+
+def _sigmoid(d):
+    d = np.asarray(d, dtype=np.float64)
+    e = np.exp(-np.abs(d))  # never overflows: |d| >= 0
+    return np.where(d >= 0, 1 / (1 + e), e / (1 + e))
+
+
+@exercise("derive")
+def check_sigmoid(func: Callable) -> CheckResult:
+    """``func(d)``: softmax([a, b])[0] as a function of d = a - b alone, 1 / (1 + e^(-d)),
+    elementwise on an array, without overflow warnings at d = +-1000."""
+    cases = [
+        Case((np.array([0.0]),), "equal scores, d = 0: one half"),
+        Case((np.array([np.log(3.0)]),), "d = ln 3: e^d = 3 times the weight, so 3/4"),
+        Case((np.array([2.0, 1.0, -1.0, -2.0]),), "d and -d give p and 1 - p"),
+        Case((np.array([1000.0]),), "d = 1000: the first score takes everything, 1"),
+        Case((np.array([-1000.0]),), "d = -1000: the first score gets e^-1000, 0 in float64"),
+        Case((np.linspace(-30, 30, 13),), "13 differences from -30 to 30"),
+    ]
+    return check_function(func, cases=cases, reference=_sigmoid, name="sigmoid", rtol=1e-9,
+                          atol=1e-300, no_warnings=True)
+
+
+def _softmax_fp16(scores):
+    import torch
+
+    return torch.softmax(scores.double(), dim=-1).to(torch.float16)
+
+
+@exercise("debug")
+def check_softmax_fp16(func: Callable) -> CheckResult:
+    """``func(scores)``: the softmax along the last axis of a float16 tensor, computed and
+    returned in float16, finite for any finite scores (each row shifted by its own maximum)."""
+    import torch
+
+    def half(values):
+        return torch.tensor(values, dtype=torch.float16)
+
+    g = torch.Generator().manual_seed(5)
+    batch = (3 * torch.randn(2, 3, 6, generator=g, dtype=torch.float64)).to(torch.float16)
+    cases = [
+        Case((half([2.0, 1.0, 0.1]),), "small scores [2, 1, 0.1]"),
+        Case((half([12.0, 11.0, 10.0]),), "scores above 11.09: e^12 overflows float16"),
+        Case((half([[30.0, 28.0, 27.5, 20.0], [1.0, 0.0, -1.0, -2.0]]),),
+             "two rows of 4 scores, one with scores near 30"),
+        Case((half([[0.0, -1.0, -2.0], [-30.0, -31.0, -32.0]]),),
+             "rows 30 apart: shift each row by its own maximum (e^-30 underflows float16)"),
+        Case((half([[20.0, 0.0, -5.0]]),), "scores 25 apart: the largest must become 0, not "
+                                             "the smallest (e^25 overflows float16)"),
+        Case((half([[5.0, 4.0, float("-inf")]]),), "a masked score (-inf) gets weight 0"),
+        Case((batch,), "a (2, 3, 6) batch: along the last axis"),
+    ]
+    return check_function(func, cases=cases, reference=_softmax_fp16, name="softmax_fp16",
+                          rtol=4e-3, atol=1e-4, exact_dtype=True)
+
+
+def _log_softmax(x, axis):
+    return log_softmax(np.asarray(x, dtype=np.float64), axis=axis)
+
+
+@exercise("extend")
+def check_log_softmax_along(func: Callable) -> CheckResult:
+    """``func(x, axis)``: ln softmax(x) along ``axis`` of an N-D float array, x - LSE(x) with
+    each slice shifted by its own maximum; -inf entries stay -inf; ValueError for a slice whose
+    entries are all -inf."""
+    rng = np.random.default_rng(55)
+    cases = [
+        Case((np.array([2.0, 1.0, 0.1]), 0), "1-D [2, 1, 0.1]: ln[0.659, 0.242, 0.099]"),
+        Case((np.array([0.0, -800.0]), 0), "[0, -800]: -800, not -inf (no log of a softmax)"),
+        Case((rng.normal(size=(3, 4)), -1), "a (3, 4) array along its rows (axis=-1)"),
+        Case((rng.normal(size=(3, 4)), 0), "a (3, 4) array down its columns (axis=0)"),
+        Case((np.array([[1000.0, 999.0], [-1000.0, -1001.0]]), 1),
+             "rows 2000 apart: each row's own maximum"),
+        Case((np.array([[0.5, -1.8, -np.inf], [1.0, 2.0, 3.0]]), -1),
+             "a masked entry stays -inf, its row is still a distribution"),
+        Case((rng.normal(size=(2, 3, 4)), 1), "a (2, 3, 4) tensor along the middle axis"),
+        Case((np.array([[1.0, 2.0], [-np.inf, -np.inf]]), -1), "a row with every entry masked",
+             raises=ValueError),
+    ]
+    return check_function(func, cases=cases, reference=_log_softmax, name="log_softmax_along",
+                          rtol=1e-9, atol=1e-12)

@@ -1,5 +1,7 @@
 """Notebook 07's checkers: right answers pass, plausible mistakes fail with a reason."""
 
+import math
+
 import numpy as np
 from checker_table import right, table_test, wrong
 
@@ -21,21 +23,61 @@ def gradient(f, x, h=1e-5, as_float=True, central=True):
     return grad
 
 
-def gradient_nudging_x(f, x, h=1e-5):
+def gradient_fixed(f, x, h=1e-5):
+    point = np.array(x, dtype=np.float64)
+    grad = np.empty_like(point)
+    for index in np.ndindex(point.shape):
+        start = point[index]
+        point[index] = start + h
+        up = f(point)
+        point[index] = start - h
+        grad[index] = (up - f(point)) / (2 * h)
+        point[index] = start
+    return grad
+
+
+def gradient_buggy(f, x, h=1e-5):
+    """The notebook's given function: integer truncation and an unrestored in-place nudge."""
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        x[index] += h
+        up = f(x)
+        x[index] -= 2 * h
+        down = f(x)
+        grad[index] = (up - down) / (2 * h)
+    return grad
+
+
+def gradient_restores(f, x, h=1e-5):
+    """Fixes the in-place drift only: still integers for integer x."""
+    x = x.copy()
     grad = np.zeros_like(x)
     for index in np.ndindex(x.shape):
         x[index] += h
         up = f(x)
         x[index] -= 2 * h
         grad[index] = (up - f(x)) / (2 * h)
-        x[index] += h  # back to where it was, up to rounding
+        x[index] += h
     return grad
 
 
-def cross_entropy_grad(z, target):
-    e = np.exp(z - np.max(z))
-    p = e / e.sum()
-    return p - np.eye(len(z))[target]
+def gradient_float_in_place(f, x, h=1e-5):
+    """Fixes the integers only: nudges the caller's x (when it is float already)."""
+    x = np.asarray(x, dtype=np.float64)
+    return gradient_buggy(f, x, h)
+
+
+def tanh_slope(a):
+    return 1 - np.asarray(a) ** 2
+
+
+def tanh_finite_difference(a, h=1e-6):
+    x = np.arctanh(a)
+    return (np.tanh(x + h) - np.tanh(x - h)) / (2 * h)
+
+
+def tanh_sech(a):
+    return 1 / np.cosh(np.arctanh(a)) ** 2
 
 
 ROWS = [
@@ -55,30 +97,53 @@ ROWS = [
                 "1/x at 0.1: f''' = -6/x^4 is negative, use its size: expected a float, got "
                 "complex"),
     ),
-    *right(nb07.check_numerical_gradient, course_utils=numerical_gradient, worked=gradient),
+    *right(nb07.check_numerical_gradient, course_utils=numerical_gradient, worked=gradient_fixed,
+           float_copy_and_unit_step=gradient),
     *wrong(
         nb07.check_numerical_gradient,
+        unchanged=(gradient_buggy, "changed its argument `x` in place"),
+        unchanged_integers=(gradient_buggy, "integers in: a step of 1e-5 needs floats: integer "
+                                            "input: the answer came back as integers (int64, "
+                                            "[249999, 350000])"),
+        restores_but_integers=(gradient_restores, "so the step was 0 or a whole 1, never h = "
+                                                  "1e-5: work on a float copy of x"),
+        float_but_in_place=(gradient_float_in_place, "x^2 + y^2 at (3, 4) -> (6, 8): changed its "
+                                                     "argument `x` in place"),
         flattened=(lambda f, x: gradient(f, x).ravel(),
                    "a 2x2 input: keep the shape: shape: expected (2, 2), got (4,)"),
         forward=(lambda f, x: gradient(f, x, central=False),
                  "x^2 + y^2 at (3, 4) -> (6, 8): values differ: expected [6., 8.], got "
                  "[6.00001, 8.00001]"),
         integer_steps=(lambda f, x: gradient(f, x, as_float=False),
-                       "integers in: a step of 1e-5 needs floats: dtype: expected float64, got "
-                       "int64"),
-        nudges_x=(gradient_nudging_x, "changed its argument `x` in place"),
+                       "integers in: a step of 1e-5 needs floats: integer input: the answer came "
+                       "back as integers (int64, [0, 0])"),
         big_step=(lambda f, x: gradient(f, x, h=1e-2),
                   "logsumexp: its gradient is softmax: values differ"),
     ),
-    *right(nb07.check_cross_entropy_grad, worked=cross_entropy_grad),
+    *right(nb07.check_tanh_slope, worked=tanh_slope,
+           factored=lambda a: (1 - a) * (1 + a)),
     *wrong(
-        nb07.check_cross_entropy_grad,
-        negated=(lambda z, t: -cross_entropy_grad(z, t),
-                 "the worst at [0]: expected -0.3409988611140321, got 0.3409988611140321"),
-        no_softmax=(lambda z, t: z - np.eye(len(z))[t], "values differ"),
-        unstable=(lambda z, t: np.exp(z) / np.exp(z).sum() - np.eye(len(z))[t],
-                  "huge logits: use a stable softmax: values differ: expected [1., -1., 0.], "
-                  "got [nan, -1., 0.]; 1 of 3 entries differ (1 is nan)"),
+        nb07.check_tanh_slope,
+        plus=(lambda a: 1 + a**2, "a = ±0.5: tanh is odd, so its slope is the same at ±a: "
+                                  "values differ: expected [0.75, 0.75], got [1.25, 1.25]"),
+        no_square=(lambda a: 1 - a, "values differ: expected [0.75, 0.75], got [0.5, 1.5]"),
+        sigmoid_form=(lambda a: a * (1 - a), "a = 0 (x = 0): tanh is steepest there, slope 1: "
+                                             "values differ"),
+        twice=(lambda a: 2 * (1 - a**2), "expected [1.], got [2.]"),
+        finite_difference=(tanh_finite_difference,
+                           "the rule is a formula in a alone (+ - * / and powers): "
+                           "numpy.arctanh was called"),
+        sech=(tanh_sech, "numpy.arctanh was called"),
+        math_tanh=(lambda a: np.array([1 - math.tanh(math.atanh(v)) ** 2 for v in a]),
+                   "math.atanh was called"),
+    ),
+    *right(nb07.check_largest_lr, two_over_ten=0.2, close=0.199),
+    *wrong(
+        nb07.check_largest_lr,
+        x_direction=(1.0, "expected about 0.2 (within 1%), got 1"),
+        one_step_to_zero=(0.1, "expected about 0.2 (within 1%), got 0.1"),
+        the_one_shown=(0.18, "got 0.18"),
+        text=("0.2", "expected a number, got str '0.2'"),
     ),
 ]
 

@@ -3,10 +3,9 @@
 import math
 
 import numpy as np
-import torch
 from checker_table import right, table_test, wrong
 
-from course_utils.autograd import Value
+from course_utils.autograd import Value, topological_order
 from course_utils.checks import nb08
 
 
@@ -26,61 +25,42 @@ def sigmoid_overflowing(v, slope=lambda s: s * (1 - s)):
     return Value(s, (v,), (slope(s),), "sigmoid")
 
 
-def neuron_grads(w, b, x, y, slope=True, factor=2.0):
-    a = np.tanh(w @ x + b)
-    d_pre = factor * (a - y) * ((1 - a**2) if slope else 1.0)
-    return d_pre * x, float(d_pre)
+def backward(root, accumulate=True, reset=True, seed=1.0, reverse=True):
+    order = topological_order(root)
+    if reset:
+        for node in order:
+            node.grad = 0.0
+    root.grad = seed
+    for node in (reversed(order) if reverse else order):
+        for parent, local in zip(node.parents, node.local_grads, strict=True):
+            if accumulate:
+                parent.grad += local * node.grad
+            else:
+                parent.grad = local * node.grad
 
 
-def neuron_grads_by_torch(w, b, x, y):
-    w, b = torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True)
-    ((torch.tanh(w @ torch.tensor(x) + b) - y) ** 2).backward()
-    return w.grad.numpy(), b.grad.item()
+def backward_recursive(root):
+    """Another correct formulation: push each node's gradient to its parents, in reverse order."""
+    order = topological_order(root)
+    grads = {id(node): 0.0 for node in order}
+    grads[id(root)] = 1.0
+    for node in reversed(order):
+        for parent, local in zip(node.parents, node.local_grads, strict=True):
+            grads[id(parent)] += local * grads[id(node)]
+    for node in order:
+        node.grad = grads[id(node)]
 
 
-def linear_backward(x, w, grad_y):
-    return grad_y @ w.T, x.T @ grad_y
+def uncorrected_step(t, lr, beta1, beta2):
+    t = np.asarray(t)
+    return lr * (1 - beta1**t) / np.sqrt(1 - beta2**t)
 
 
-def linear_backward_by_loops(x, w, grad_y):
-    # the index sums of the derivation:
-    # dX[i, k] = sum_m G[i, m] W[k, m],  dW[k, m] = sum_i X[i, k] G[i, m]
-    dx, dw = np.zeros_like(x), np.zeros_like(w)
-    for i, k, m in np.ndindex(x.shape[0], x.shape[1], w.shape[1]):
-        dx[i, k] += grad_y[i, m] * w[k, m]
-        dw[k, m] += x[i, k] * grad_y[i, m]
-    return dx, dw
-
-
-def linear_backward_column_layout(x, w, grad_y):
-    # in the column layout Yᵀ = Wᵀ Xᵀ, then transposed back
-    return (w @ grad_y.T).T, (grad_y.T @ x).T
-
-
-def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, correct=True):
-    m = beta1 * m + (1 - beta1) * g
-    v = beta2 * v + (1 - beta2) * g**2
-    m_hat, v_hat = (m / (1 - beta1**t), v / (1 - beta2**t)) if correct else (m, v)
-    return p - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
-
-
-def adam_step_in_place(p, g, m, v, t, lr, beta1, beta2, eps):
-    m *= beta1
-    m += (1 - beta1) * g
-    v *= beta2
-    v += (1 - beta2) * g**2
-    return p - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps), m, v
-
-
-def adam_step_by_torch(p, g, m, v, t, lr, beta1, beta2, eps):
-    param = torch.tensor(p, requires_grad=True)
-    opt = torch.optim.Adam([param], lr=lr, betas=(beta1, beta2), eps=eps)
-    param.grad = torch.tensor(g)
-    opt.state[param] = {"step": torch.tensor(t - 1.0), "exp_avg": torch.tensor(m),
-                        "exp_avg_sq": torch.tensor(v)}
-    opt.step()
-    state = opt.state[param]
-    return param.detach().numpy(), state["exp_avg"].numpy(), state["exp_avg_sq"].numpy()
+def uncorrected_by_loop(t, lr, beta1, beta2):
+    m = v = 0.0
+    for _ in range(t):
+        m, v = beta1 * m + (1 - beta1), beta2 * v + (1 - beta2)
+    return lr * m / math.sqrt(v)
 
 
 ROWS = [
@@ -99,52 +79,47 @@ ROWS = [
         detached=(lambda v: Value(sigmoid(v).data), "d sigmoid / dx: values differ: expected "
                   "0.25, got 0.0"),
     ),
-    *right(nb08.check_neuron_grads, worked=neuron_grads, torch=neuron_grads_by_torch),
+    *right(nb08.check_backward, worked=backward, without_reset=lambda r: backward(r, reset=False),
+           dictionary=backward_recursive),
     *wrong(
-        nb08.check_neuron_grads,
-        no_tanh_slope=(lambda w, b, x, y: neuron_grads(w, b, x, y, slope=False),
-                       "two inputs: dL/dw: values differ"),
-        no_factor_2=(lambda w, b, x, y: neuron_grads(w, b, x, y, factor=1.0),
-                     "two inputs: dL/dw: values differ"),
-        bias_as_array=(lambda w, b, x, y: (neuron_grads(w, b, x, y)[0],
-                                           np.array([neuron_grads(w, b, x, y)[1]])),
-                       "dL/db: expected a single number, got an array of shape (1,)"),
-        a_list=(lambda w, b, x, y: list(neuron_grads(w, b, x, y)),
-                "expected a tuple of 2 items (dL/dw, dL/db), got list"),
+        nb08.check_backward,
+        assigns=(lambda r: backward(r, accumulate=False),
+                 "a*a + a at a = 3: a is used three times, so 2a + 1 = 7: values differ: "
+                 "expected [7.], got [3.]"),
+        forward_order=(lambda r: backward(r, reverse=False),
+                       "the neuron of section 1: every value used once: values differ"),
+        no_seed=(lambda r: backward(r, seed=0.0),
+                 "the neuron of section 1: every value used once: values differ: expected "
+                 "[-1.00449374, -0.25112343, -0.50224687], got [0., 0., 0.]"),
+        calls_backward=(lambda r: r.backward(),
+                        "the rule is to write the backward pass yourself: root.backward() was "
+                        "called"),
     ),
-    *right(nb08.check_linear_backward, worked=linear_backward, loops=linear_backward_by_loops,
-           column_layout=linear_backward_column_layout,
-           einsum=lambda x, w, g: (np.einsum("nj,kj->nk", g, w), np.einsum("nk,nj->kj", x, g))),
+    *right(nb08.check_uncorrected_step, worked=uncorrected_step,
+           exp_log=lambda t, lr, b1, b2: lr * (1 - np.exp(t * np.log(b1)))
+           / np.sqrt(1 - np.exp(t * np.log(b2)))),
     *wrong(
-        nb08.check_linear_backward,
-        order_swapped=(lambda x, w, g: (w @ g, x.T @ g),
-                       "every size 3: the shapes cannot catch a wrong order, only the values: "
-                       "dL/dX: values differ"),
-        missing_transpose=(lambda x, w, g: (g @ w, x.T @ g),
-                           "the section's example: L = sum(Y**2) / 2, so dL/dY = Y: raised "
-                           "ValueError: matmul"),
-        x_not_transposed=(lambda x, w, g: (g @ w.T, x @ g),
-                          "the section's example: L = sum(Y**2) / 2, so dL/dY = Y: dL/dW: values "
-                          "differ: expected [[34.], [48.]], got [[24.], [52.]]"),
-        sums_not_product=(lambda x, w, g: (g @ w.T, np.outer(x.sum(axis=0), g.sum(axis=0))),
-                          "dL/dW: values differ: expected [[34.], [48.]], got [[56.], [84.]]"),
-        mean_not_sum=(lambda x, w, g: (g @ w.T, x.T @ g / len(x)), "dL/dW: values differ"),
-        nn_linear_layout=(lambda x, w, g: (g @ w.T, g.T @ x),
-                          "dL/dW: shape: expected (2, 1), got (1, 2)"),
-        gradients_swapped=(lambda x, w, g: (x.T @ g, g @ w.T),
-                           "dL/dX: shape: expected (2, 2), got (2, 1)"),
-        elementwise=(lambda x, w, g: (g * w.T, x.T * g),
-                     "N = 4 tokens, D_in = 3, D_out = 2: every size different: raised "
-                     "ValueError: operands could not be broadcast"),
+        nb08.check_uncorrected_step,
+        first_step_only=(lambda t, lr, b1, b2: lr * (1 - b1) / np.sqrt(1 - b2) + 0 * t,
+                         "steps 1, 2, 3, 12: it grows to about 6.6 lr at step 12: values differ"),
+        no_square_root=(lambda t, lr, b1, b2: lr * (1 - b1**t) / (1 - b2**t),
+                        "step 1 with the defaults: 3.16 lr: values differ: expected [0.31622777], "
+                        "got [10.]"),
+        corrected=(lambda t, lr, b1, b2: lr + 0 * t,
+                   "step 1 with the defaults: 3.16 lr: values differ: expected [0.31622777], "
+                   "got [0.1]"),
+        betas_swapped=(lambda t, lr, b1, b2: uncorrected_step(t, lr, b2, b1),
+                       "step 1 with the defaults: 3.16 lr: values differ"),
+        loop=(uncorrected_by_loop, "the rule is a formula in t that takes an array of step "
+                                   "numbers; with t = [1] it raised TypeError"),
     ),
-    *right(nb08.check_adam_step, worked=adam_step, torch=adam_step_by_torch),
+    *right(nb08.check_backward_flops, exact=9_830_400, rounded=9.8e6),
     *wrong(
-        nb08.check_adam_step,
-        no_bias_correction=(lambda *args: adam_step(*args, correct=False),
-                            "step 1: every |update| is about lr: new p: values differ"),
-        in_place=(adam_step_in_place, "changed its argument `m` in place"),
-        step_from_0=(lambda p, g, m, v, t, *rest: adam_step(p, g, m, v, t + 1, *rest),
-                     "new p: values differ"),
+        nb08.check_backward_flops,
+        four_np=(13_107_200, "expected about 9.8304e+06 (within 1%), got 1.31072e+07"),
+        six_np=(19_660_800, "got 1.96608e+07"),
+        forward_only=(6_553_600, "got 6.5536e+06"),
+        one_layer_counted_once=(4_915_200, "got 4.9152e+06"),
     ),
 ]
 

@@ -7,26 +7,6 @@ from course_utils import positional
 from course_utils.checks import nb09
 
 
-def encode(text, vocab, lower=True, split=str.split):
-    words = split(text.lower() if lower else text)
-    return [vocab.get(word, vocab["<unk>"]) for word in words]
-
-
-def one_hot(ids, vocab_size, lowest=0):
-    ids = np.asarray(ids)
-    if ids.min() < lowest or ids.max() >= vocab_size:
-        raise ValueError(f"ids must lie in [0, {vocab_size})")
-    out = np.zeros((ids.size, vocab_size))
-    out[np.arange(ids.size), ids] = 1.0
-    return out
-
-
-def one_hot_by_eye(ids, vocab_size):
-    if not np.all((0 <= ids) & (ids < vocab_size)):
-        raise ValueError("id out of range")
-    return np.eye(vocab_size)[ids]
-
-
 def sinusoidal(n_positions, d_model, exponent=2, layout="interleaved"):
     if d_model % 2:
         raise ValueError(f"d_model must be even, got {d_model}")
@@ -51,40 +31,33 @@ def sinusoidal_by_positions(n_positions, d_model):
     return pe
 
 
-def rotation_blocks(k, d_model):
-    if d_model % 2:
-        raise ValueError(f"d_model must be even, got {d_model}")
-    m = np.zeros((d_model, d_model))
-    for i in range(d_model // 2):
-        angle = k * 10000.0 ** (-2 * i / d_model)
-        c, s = np.cos(angle), np.sin(angle)
-        m[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[c, s], [-s, c]]
-    return m
+def pe_dot(k, d_model):
+    omega = positional.angular_frequencies(d_model)
+    return np.cos(np.asarray(k, dtype=np.float64)[..., None] * omega).sum(axis=-1)
+
+
+def pe_dot_by_table(k, d_model):
+    table = positional.sinusoidal_encoding(700, d_model)
+    return np.array([table[0] @ table[abs(int(offset))] for offset in k])
+
+
+def pe_dot_by_hand(k, d_model):
+    """A table built by hand from sin and cos at p = 0: it is the formula, and allowed."""
+    omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
+    k = np.asarray(k, dtype=np.float64)[:, None]
+    return (np.sin(0 * omega) * np.sin(k * omega) + np.cos(0 * omega) * np.cos(k * omega)).sum(1)
+
+
+def add_positions(X):
+    return X + positional.sinusoidal_encoding(X.shape[1], X.shape[2])
+
+
+def add_positions_in_place(X):
+    X += positional.sinusoidal_encoding(X.shape[1], X.shape[2])
+    return X
 
 
 ROWS = [
-    *right(nb09.check_encode, worked=encode),
-    *wrong(
-        nb09.check_encode,
-        keeps_case=(lambda text, vocab: encode(text, vocab, lower=False),
-                    "upper case is lowered: values differ"),
-        drops_unknown=(lambda text, vocab: [vocab[w] for w in text.lower().split() if w in vocab],
-                       "'cat' is not in the vocabulary: <unk>: shape: expected (5,), got (4,)"),
-        single_spaces=(lambda text, vocab: encode(text, vocab, split=lambda t: t.split(" ")),
-                       "extra spaces: shape: expected (2,), got (8,)"),
-        an_array=(lambda text, vocab: np.array(encode(text, vocab)),
-                  "expected a list, got numpy.ndarray"),
-    ),
-    *right(nb09.check_one_hot, worked=one_hot, rows_of_eye=one_hot_by_eye),
-    *wrong(
-        nb09.check_one_hot,
-        negative_wraps=(lambda ids, v: one_hot(ids, v, lowest=-v),
-                        "a negative id: should raise ValueError, returned "
-                        "array([[0., 0., 0., 1.]])"),
-        transposed=(lambda ids, v: one_hot(ids, v).T, "shape: expected (5, 7), got (7, 5)"),
-        integers=(lambda ids, v: one_hot(ids, v).astype(int), "dtype: expected float64, got int64"),
-        booleans=(lambda ids, v: one_hot(ids, v) > 0, "dtype: expected float64, got bool"),
-    ),
     *right(nb09.check_sinusoidal_encoding, course_utils=positional.sinusoidal_encoding,
            worked=sinusoidal),
     *wrong(
@@ -102,13 +75,38 @@ ROWS = [
         float32=(lambda n, d: sinusoidal(n, d).astype(np.float32),
                  "dtype: expected float64, got float32"),
     ),
-    *right(nb09.check_relative_position_matrix, course_utils=positional.relative_position_matrix,
-           worked=rotation_blocks),
+    *right(nb09.check_pe_dot, worked=pe_dot, by_hand=pe_dot_by_hand),
     *wrong(
-        nb09.check_relative_position_matrix,
-        transposed=(lambda k, d: rotation_blocks(k, d).T,
-                    "k = 1, d_model = 2: one rotation block: values differ"),
-        ignores_sign=(lambda k, d: rotation_blocks(abs(k), d), "a negative offset: values differ"),
+        nb09.check_pe_dot,
+        sines_only=(lambda k, d: np.sin(np.asarray(k)[:, None]
+                                        * positional.angular_frequencies(d)).sum(1),
+                    "k = 0: every pair gives 1, so d_model / 2 = 4: values differ: expected [4.], "
+                    "got [0.]"),
+        all_columns=(lambda k, d: 2 * pe_dot(k, d), "expected [4.], got [8.]"),
+        wrong_frequencies=(lambda k, d: np.cos(np.asarray(k)[:, None]
+                                               * 10000.0 ** (-np.arange(d // 2) / d)).sum(1),
+                           "k = ±10, d_model = 128: symmetric in k: values differ"),
+        measured=(pe_dot_by_table, "the rule is a formula in k: positional.sinusoidal_encoding "
+                                   "was called"),
+    ),
+    *right(nb09.check_add_positions, worked=add_positions,
+           explicit_broadcast=lambda X: X + positional.sinusoidal_encoding(
+               X.shape[1], X.shape[2])[None, :, :]),
+    *wrong(
+        nb09.check_add_positions,
+        batch_as_positions=(lambda X: X + positional.sinusoidal_encoding(
+            len(X), X.shape[-1])[:, None, :],
+            "2 sentences of 5 tokens, all zero: the output is PE twice: values differ"),
+        in_place=(add_positions_in_place, "changed its argument `X` in place"),
+        pe_of_batch_rows=(lambda X: X + positional.sinusoidal_encoding(len(X), X.shape[-1]),
+                          "raised ValueError: operands could not be broadcast"),
+    ),
+    *right(nb09.check_pe_norm, sixteen=16, sqrt=256**0.5),
+    *wrong(
+        nb09.check_pe_norm,
+        squared=(256, "expected about 16 (within 1%), got 256"),
+        sqrt_d_model=(512**0.5, "got 22.6274"),
+        one=(1.0, "got 1"),
     ),
 ]
 

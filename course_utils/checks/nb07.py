@@ -1,20 +1,33 @@
-"""Checkers for notebook 07: the best finite-difference step, a numerical gradient, dCE/dlogits."""
+"""Checkers for notebook 07: the best finite-difference step, a numerical gradient that works on
+integers and leaves its input alone, the slope of tanh from its output, and the largest learning
+rate gradient descent survives on a stretched bowl."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
 from course_utils.calculus import numerical_gradient
-from course_utils.checks import Case, CheckResult, check_function
-from course_utils.softmax import softmax
+from course_utils.checks import (
+    Case,
+    CheckResult,
+    RuleBroken,
+    check_function,
+    check_number,
+    exercise,
+    wraps_answer,
+)
 
 
 def _best_step(fx: float, f3x: float, eps: float) -> float:
     return (3 * eps * abs(fx) / abs(f3x)) ** (1 / 3)
 
 
+@exercise("derive")
 def check_best_step(func: Callable[[float, float, float], float]) -> CheckResult:
     """``func(fx, f3x, eps)``: the step h that minimises section 3's error model of the central
     difference, E(h) = h²/6 · |f'''(x)| + ε·|f(x)|/h, which is h = (3ε|f(x)| / |f'''(x)|)^(1/3).
@@ -44,30 +57,112 @@ def _log_sum_exp(v):
     return float(np.log(np.sum(np.exp(v))))
 
 
+_INTEGER_STEP = (
+    "integer input: the answer came back as integers ({dtype}, {values}). An integer array cannot "
+    "hold x + h: storing 3 + 1e-5 truncates it to 3 (and 3 - 2e-5 to 2), so the step was 0 or a "
+    "whole 1, never h = 1e-5: work on a float copy of x"
+)
+
+
+@exercise("debug")
 def check_numerical_gradient(func: Callable[[Callable, np.ndarray], np.ndarray]) -> CheckResult:
-    """``func(f, x)`` must return the central-difference gradient of f at x, shaped like x."""
+    """``func(f, x)`` must return the central-difference gradient of f at x, shaped like x, for
+    integer x too, without changing x."""
+
+    @wraps_answer(func)
+    def answer(f: Callable, x: np.ndarray) -> Any:
+        integer_in = isinstance(x, np.ndarray) and x.dtype.kind in "iu"
+        got = func(f, x)
+        if integer_in and isinstance(got, np.ndarray) and got.dtype.kind in "iub":
+            values = str(got.tolist())
+            raise RuleBroken(_INTEGER_STEP.format(dtype=got.dtype, values=values))
+        return got
+
     cases = [
         Case((_sum_of_squares, np.array([3.0, 4.0])), "x^2 + y^2 at (3, 4) -> (6, 8)"),
         Case((_sum_of_squares, np.array([3, 4])), "integers in: a step of 1e-5 needs floats"),
         Case((_log_sum_exp, np.array([2.0, 1.0, 0.1])), "logsumexp: its gradient is softmax"),
         Case((_quadratic_form, np.array([[1.0, -1.0], [0.5, 2.0]])), "a 2x2 input: keep the shape"),
+        Case((_quadratic_form, np.array([[1, -1], [0, 2]])), "a 2x2 integer input"),
     ]
     return check_function(
-        func, cases=cases, reference=numerical_gradient, name="numerical_gradient", rtol=1e-6,
+        answer, cases=cases, reference=numerical_gradient, name="numerical_gradient", rtol=1e-6,
         atol=1e-8,
     )
 
 
-def _ce_grad(z: np.ndarray, target: int) -> np.ndarray:
-    return softmax(z) - np.eye(len(z))[target]
+_TANH_RULE = (
+    "the rule is a formula in a alone (+ - * / and powers): {name} was called, which gives the "
+    "numbers without deriving them"
+)
 
 
-def check_cross_entropy_grad(func: Callable[[np.ndarray, int], np.ndarray]) -> CheckResult:
-    """``func(z, target)`` must return d(-log softmax(z)[target]) / dz = softmax(z) - onehot."""
+@contextmanager
+def _forbidden_tanh() -> Any:
+    """Replace the functions that would give tanh's slope without a derivation by ones that raise
+    :class:`RuleBroken` naming themselves, for as long as the learner's code runs."""
+    import torch
+
+    targets = [(np, name) for name in ("tanh", "arctanh", "cosh", "sinh", "gradient")]
+    targets += [(math, name) for name in ("tanh", "atanh", "cosh", "sinh")]
+    targets += [(torch, name) for name in ("tanh", "atanh", "arctanh", "cosh", "sinh")]
+    saved = [(module, name, getattr(module, name)) for module, name in targets]
+
+    def forbid(label: str) -> Callable[..., Any]:
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise RuleBroken(_TANH_RULE.format(name=label))
+        return refuse
+
+    try:
+        for module, name, _ in saved:
+            setattr(module, name, forbid(f"{module.__name__}.{name}"))
+        yield
+    finally:
+        for module, name, original in saved:
+            setattr(module, name, original)
+
+
+def _tanh_slope_numeric(a: np.ndarray) -> np.ndarray:
+    """The central difference of np.tanh at arctanh(a): the check is numerical, not the formula."""
+    x, h = np.arctanh(np.asarray(a, dtype=np.float64)), 1e-5
+    return (np.tanh(x + h) - np.tanh(x - h)) / (2 * h)
+
+
+@exercise("derive")
+def check_tanh_slope(func: Callable[[np.ndarray], np.ndarray]) -> CheckResult:
+    """``func(a)``: the slope of tanh where tanh(x) = a, written in a alone (it is 1 - a²),
+    compared with central differences of ``np.tanh``; tanh, arctanh, cosh, sinh (NumPy, math,
+    torch) and ``np.gradient`` raise :class:`RuleBroken` while ``func`` runs."""
+
+    @wraps_answer(func)
+    def answer(a: np.ndarray) -> Any:
+        with _forbidden_tanh():
+            return func(a)
+
     cases = [
-        Case((np.array([2.0, 1.0, 0.1]), 0), "z = [2, 1, 0.1], target 0"),
-        Case((np.array([2.0, 1.0, 0.1]), 2), "the same logits, target 2"),
-        Case((np.array([0.0, 0.0, 0.0, 0.0]), 1), "equal logits: p is uniform"),
-        Case((np.array([1000.0, 0.0, -1000.0]), 1), "huge logits: use a stable softmax"),
+        Case((np.array([0.0]),), "a = 0 (x = 0): tanh is steepest there, slope 1",
+             expected=_tanh_slope_numeric(np.array([0.0]))),
+        Case((np.array([0.5, -0.5]),), "a = ±0.5: tanh is odd, so its slope is the same at ±a",
+             expected=_tanh_slope_numeric(np.array([0.5, -0.5]))),
+        Case((np.array([0.9, 0.99, -0.999]),), "a near ±1: tanh flattens, the slope goes to 0",
+             expected=_tanh_slope_numeric(np.array([0.9, 0.99, -0.999]))),
+        Case((np.tanh(np.linspace(-3, 3, 13)),), "13 points x from -3 to 3",
+             expected=_tanh_slope_numeric(np.tanh(np.linspace(-3, 3, 13)))),
     ]
-    return check_function(func, cases=cases, reference=_ce_grad, name="cross_entropy_grad")
+    return check_function(answer, cases=cases, name="tanh_slope", rtol=1e-6, atol=1e-9)
+
+
+_LR_EXPLANATION = (
+    "Each step multiplies y by 1 - 10·lr and x by 1 - 2·lr (the gradient is (2x, 10y)). The path "
+    "shrinks only while both factors lie between -1 and 1: for y that is lr < 2/10 = 0.2, for x "
+    "lr < 1. The steep direction sets the limit: at lr = 0.2 the factor for y is -1, y flips sign "
+    "at full size forever, and above 0.2 it grows."
+)
+
+
+@exercise("predict")
+def check_largest_lr(answer: Any) -> CheckResult:
+    """The learning rate above which gradient descent on x² + 5y² diverges: 2 / 10 = 0.2."""
+    return check_number(answer, 0.2, name="largest_lr", rtol=0.01,
+                        label="the largest learning rate for x^2 + 5y^2",
+                        explanation=_LR_EXPLANATION)

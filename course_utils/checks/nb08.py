@@ -1,5 +1,5 @@
-"""Checkers for notebook 08: a new autograd operation, backpropagation by hand, the chain rule
-for a matrix product, an Adam step."""
+"""Checkers for notebook 08: a new autograd operation, a backward pass that accumulates, Adam's
+uncorrected step size, and the FLOPs of a backward pass."""
 
 from __future__ import annotations
 
@@ -8,8 +8,15 @@ from collections.abc import Callable
 import numpy as np
 
 from course_utils.autograd import Value
-from course_utils.checks import Case, CheckResult, check_function, wraps_answer
-from course_utils.optim import Adam
+from course_utils.checks import (
+    Case,
+    CheckResult,
+    RuleBroken,
+    check_function,
+    check_number,
+    exercise,
+    wraps_answer,
+)
 
 
 def _sigmoid_value_and_grad(x: float) -> tuple[float, float]:
@@ -19,6 +26,7 @@ def _sigmoid_value_and_grad(x: float) -> tuple[float, float]:
     return s, s * (1 - s)
 
 
+@exercise("extend")
 def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
     """``func(v)`` must return a Value node for 1 / (1 + e^-v) whose backward gives s (1 - s),
     without overflow at v = ±800."""
@@ -44,83 +52,135 @@ def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
                           name="sigmoid", names=("sigmoid(x)", "d sigmoid / dx"))
 
 
-def _neuron_grads(w: np.ndarray, b: float, x: np.ndarray, y: float) -> tuple[np.ndarray, float]:
-    ws = [Value(float(wi)) for wi in w]
-    bias = Value(float(b))
-    pre = bias
-    for wi, xi in zip(ws, x, strict=True):
-        pre = pre + wi * float(xi)
-    loss = (pre.tanh() - float(y)) ** 2
-    loss.backward()
-    return np.array([wi.grad for wi in ws]), bias.grad
+def _neuron() -> tuple[Value, list[Value]]:
+    w, x, b = Value(0.5), Value(2.0), Value(-0.3)
+    return ((w * x + b).tanh() - 1.0) ** 2, [w, x, b]
 
 
-def check_neuron_grads(
-    func: Callable[[np.ndarray, float, np.ndarray, float], tuple[np.ndarray, float]],
-) -> CheckResult:
-    """``func(w, b, x, y)`` must return (dL/dw, dL/db) for L = (tanh(w . x + b) - y)^2."""
+def _square_plus() -> tuple[Value, list[Value]]:
+    a = Value(3.0)
+    return a * a + a, [a]
+
+
+def _shared() -> tuple[Value, list[Value]]:
+    x, y = Value(1.5), Value(-2.0)
+    return x * y + x * x * y + (x / y).exp(), [x, y]
+
+
+def _long_sum() -> tuple[Value, list[Value]]:
+    x = Value(0.7)
+    total = x
+    for _ in range(29):
+        total = total + x
+    return total * total, [x]
+
+
+def _deep_tanh() -> tuple[Value, list[Value]]:
+    x = Value(0.4)
+    out = x
+    for _ in range(50):
+        out = (out * 1.1).tanh() + 0.01 * x
+    return out, [x]
+
+
+_GRAPHS = {
+    "the neuron of section 1: every value used once": _neuron,
+    "a*a + a at a = 3: a is used three times, so 2a + 1 = 7": _square_plus,
+    "x*y + x*x*y + exp(x/y): both leaves reach the loss along several paths": _shared,
+    "x added 30 times, then squared: 30 contributions to x": _long_sum,
+    "50 nested tanh layers with x added at each: deep and reused": _deep_tanh,
+}
+
+
+def _leaf_grads_by_engine(label: str) -> np.ndarray:
+    root, leaves = _GRAPHS[label]()
+    root.backward()
+    return np.array([leaf.grad for leaf in leaves])
+
+
+def _refuse_backward(self: Value) -> None:
+    raise RuleBroken("the rule is to write the backward pass yourself: root.backward() was "
+                     "called; use topological_order and the nodes' parents and local_grads")
+
+
+@exercise("debug")
+def check_backward(func: Callable[[Value], None]) -> CheckResult:
+    """``func(root)`` must fill ``.grad`` of every node ``root`` depends on, adding up the
+    contributions of a value used several times (``+=``, not ``=``); ``Value.backward`` raises
+    :class:`RuleBroken` while ``func`` runs."""
+
+    @wraps_answer(func)
+    def leaf_grads(label: str) -> np.ndarray:
+        root, leaves = _GRAPHS[label]()
+        original = Value.backward
+        Value.backward = _refuse_backward  # type: ignore[method-assign]
+        try:
+            func(root)
+        finally:
+            Value.backward = original  # type: ignore[method-assign]
+        return np.array([leaf.grad for leaf in leaves])
+
+    cases = [Case((label,), label) for label in _GRAPHS]
+    return check_function(leaf_grads, cases=cases, reference=_leaf_grads_by_engine,
+                          name="backward", rtol=1e-9, atol=1e-12)
+
+
+def _uncorrected_by_recurrence(t: np.ndarray, lr: float, beta1: float,
+                               beta2: float) -> np.ndarray:
+    """Adam's recurrences run step by step for g = 1 (any constant g gives the same size)."""
+    steps = np.atleast_1d(np.asarray(t))
+    m = v = 0.0
+    sizes = {}
+    for k in range(1, int(steps.max()) + 1):
+        m, v = beta1 * m + (1 - beta1), beta2 * v + (1 - beta2)
+        sizes[k] = lr * m / np.sqrt(v)
+    return np.array([sizes[int(k)] for k in steps]).reshape(np.shape(t))
+
+
+_LOOP_RULE = (
+    "the rule is a formula in t that takes an array of step numbers; with t = {t} it raised "
+    "{error}: a loop over the steps cannot take an array"
+)
+
+
+@exercise("derive")
+def check_uncorrected_step(func: Callable[..., np.ndarray]) -> CheckResult:
+    """``func(t, lr, beta1, beta2)``: the size of Adam's step t without bias correction, for a
+    constant gradient and eps = 0, lr (1 - beta1^t) / sqrt(1 - beta2^t); t is an array of steps,
+    and a TypeError on it means a loop (:class:`RuleBroken`)."""
+
+    @wraps_answer(func)
+    def sizes(t: np.ndarray, lr: float, beta1: float, beta2: float) -> object:
+        try:
+            return func(t, lr, beta1, beta2)
+        except TypeError as error:
+            raise RuleBroken(_LOOP_RULE.format(t=np.asarray(t).tolist(),
+                                               error=f"TypeError: {error}")) from None
+
     cases = [
-        Case((np.array([0.5, -1.0]), 0.1, np.array([1.0, 2.0]), 1.0), "two inputs"),
-        Case((np.array([0.0, 0.0, 0.0]), 0.0, np.array([1.0, -1.0, 2.0]), 0.5), "zero weights"),
-        Case((np.array([0.3, 0.2, -0.4]), -0.2, np.array([-1.0, 0.5, 1.5]), -1.0), "negative y"),
+        Case((np.array([1]), 0.1, 0.9, 0.999), "step 1 with the defaults: 3.16 lr"),
+        Case((np.array([1, 2, 3, 12]), 0.1, 0.9, 0.999),
+             "steps 1, 2, 3, 12: it grows to about 6.6 lr at step 12"),
+        Case((np.array([100, 1000, 10000]), 1e-3, 0.9, 0.999),
+             "steps 100 to 10 000: back towards lr as beta2^t fades"),
+        Case((np.array([1, 5, 50]), 1.0, 0.5, 0.5), "beta1 = beta2 = 0.5"),
+        Case((np.array([1, 10]), 0.01, 0.99, 0.9),
+             "beta1 = 0.99 > beta2 = 0.9: smaller than lr early on"),
     ]
-    return check_function(func, cases=cases, reference=_neuron_grads, name="neuron_grads",
-                          names=("dL/dw", "dL/db"))
+    return check_function(sizes, cases=cases, reference=_uncorrected_by_recurrence,
+                          name="uncorrected_step", rtol=1e-9)
 
 
-def _linear_backward(x: np.ndarray, w: np.ndarray,
-                     grad_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(dL/dX, dL/dW) for Y = X W, by torch.autograd: L = sum(G * Y) has dL/dY = G exactly."""
-    import torch
-
-    tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
-    tw = torch.tensor(w, dtype=torch.float64, requires_grad=True)
-    (tx @ tw).backward(torch.tensor(grad_y, dtype=torch.float64))
-    assert tx.grad is not None and tw.grad is not None
-    return tx.grad.numpy(), tw.grad.numpy()
+_FLOPS_EXPLANATION = (
+    "P = 64·256 + 256·64 = 32 768 weights. Each layer's backward computes Xᵀ G and G Wᵀ, "
+    "2·N·D_in·D_out FLOPs each, 4NP = 13 107 200 in all; but the first layer's input is the data, "
+    "so its dL/dX (2·100·64·256 = 3 276 800) is not computed: 9 830 400 FLOPs."
+)
 
 
-def check_linear_backward(
-    func: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
-) -> CheckResult:
-    """``func(x, w, grad_y)`` must return (dL/dX, dL/dW) = (G Wᵀ, Xᵀ G) for Y = X W, with
-    x (N, D_in), w (D_in, D_out) and grad_y = G = dL/dY (N, D_out); each gradient has the shape
-    of its variable (dL/dW is (D_in, D_out), not nn.Linear's (D_out, D_in))."""
-    rng = np.random.default_rng(80)
-    cases = [
-        Case((np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[2.0], [1.0]]),
-              np.array([[4.0], [10.0]])),
-             "the section's example: L = sum(Y**2) / 2, so dL/dY = Y"),
-        Case((rng.normal(size=(4, 3)), rng.normal(size=(3, 2)), rng.normal(size=(4, 2))),
-             "N = 4 tokens, D_in = 3, D_out = 2: every size different"),
-        Case((rng.normal(size=(3, 3)), rng.normal(size=(3, 3)), rng.normal(size=(3, 3))),
-             "every size 3: the shapes cannot catch a wrong order, only the values"),
-        Case((rng.normal(size=(1, 5)), rng.normal(size=(5, 2)), rng.normal(size=(1, 2))),
-             "one token (N = 1)"),
-    ]
-    return check_function(func, cases=cases, reference=_linear_backward, name="linear_backward",
-                          rtol=1e-9, atol=1e-12, names=("dL/dX", "dL/dW"))
-
-
-def _adam_step(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
-    opt = Adam([np.array(p, dtype=np.float64)], lr=lr, betas=(beta1, beta2), eps=eps)
-    opt.m, opt.v, opt.t = [np.array(m, dtype=np.float64)], [np.array(v, dtype=np.float64)], t - 1
-    opt.step([g])
-    return opt.params[0], opt.m[0], opt.v[0]
-
-
-def check_adam_step(func: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]) -> CheckResult:
-    """``func(p, g, m, v, t, lr, beta1, beta2, eps)`` must return Adam's new (p, m, v) at step t
-    and leave its inputs as they were."""
-    rng = np.random.default_rng(8)
-    p, g = rng.normal(size=3), rng.normal(size=3)
-    m, v = 0.1 * rng.normal(size=3), 0.01 * rng.random(3)
-    zeros = np.zeros(3)
-    cases = [
-        Case((p, g, zeros, zeros, 1, 0.1, 0.9, 0.999, 1e-8), "step 1: every |update| is about lr"),
-        Case((p, g, m, v, 10, 0.01, 0.9, 0.999, 1e-8), "step 10 with some history"),
-        Case((p, g, m, v, 1000, 0.01, 0.8, 0.99, 1e-6), "step 1000: the bias correction has faded"),
-        Case((p, zeros, zeros, zeros, 1, 0.1, 0.9, 0.999, 1e-8), "a zero gradient moves nothing"),
-    ]
-    return check_function(func, cases=cases, reference=_adam_step, name="adam_step", rtol=1e-9,
-                          names=("new p", "new m", "new v"))
+@exercise("predict")
+def check_backward_flops(answer: object) -> CheckResult:
+    """The backward FLOPs of 64 -> 256 -> 64 on 100 rows of data: 4NP - 2·N·64·256."""
+    return check_number(answer, 9_830_400.0, name="backward_flops", rtol=0.01,
+                        label="backward FLOPs of 64 -> 256 -> 64 on 100 rows",
+                        explanation=_FLOPS_EXPLANATION)

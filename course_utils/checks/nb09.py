@@ -1,4 +1,5 @@
-"""Checkers for notebook 09 (embeddings and positional encoding)."""
+"""Checkers for notebook 09: the encoding without a loop, the dot product of two encodings as a
+formula in the offset, positions added to a batch, and the length of an encoding."""
 
 from __future__ import annotations
 
@@ -9,47 +10,17 @@ from collections.abc import Callable
 import numpy as np
 
 from course_utils import positional
-from course_utils.checks import Case, CheckResult, RuleBroken, check_function, wraps_answer
+from course_utils.checks import (
+    Case,
+    CheckResult,
+    RuleBroken,
+    check_function,
+    check_number,
+    exercise,
+    wraps_answer,
+)
 
 _LINE_BUDGET = 200  # lines of the learner's file per call: a loop over 1000 positions runs more
-_VOCAB = {"<pad>": 0, "<unk>": 1, "a": 2, "bites": 3, "dog": 4, "man": 5, "the": 6}
-
-
-def _encode(text: str, vocab: dict[str, int]) -> list[int]:
-    return [vocab.get(word, vocab["<unk>"]) for word in text.lower().split()]
-
-
-def _one_hot(ids: np.ndarray, vocab_size: int) -> np.ndarray:
-    ids = np.asarray(ids)
-    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise ValueError(f"ids must lie in [0, {vocab_size})")
-    return np.eye(vocab_size)[ids]
-
-
-def check_encode(func: Callable) -> CheckResult:
-    """``func(text, vocab)``: the list of token ids of the lower-cased, whitespace-split words,
-    unknown words mapped to ``vocab["<unk>"]``."""
-    cases = [
-        Case(("a dog bites a man", _VOCAB), "a dog bites a man -> [2, 4, 3, 2, 5]",
-             expected=[2, 4, 3, 2, 5]),
-        Case(("A Man bites THE dog", _VOCAB), "upper case is lowered"),
-        Case(("a cat bites a dog", _VOCAB), "'cat' is not in the vocabulary: <unk>"),
-        Case(("  the   dog  ", _VOCAB), "extra spaces"),
-    ]
-    return check_function(func, cases=cases, reference=_encode, name="encode")
-
-
-def check_one_hot(func: Callable) -> CheckResult:
-    """``func(ids, vocab_size)``: float64 (N, V) with a single 1 per row at column ``ids[n]``;
-    ValueError for an id outside [0, vocab_size)."""
-    cases = [
-        Case((np.array([2, 0, 1]), 3), "ids [2, 0, 1] with V = 3"),
-        Case((np.array([2, 4, 3, 2, 5]), 7), "a dog bites a man"),
-        Case((np.array([0]), 1), "a vocabulary of one"),
-        Case((np.array([1, 7]), 7), "id 7 with V = 7 is out of range", raises=ValueError),
-        Case((np.array([-1]), 4), "a negative id", raises=ValueError),
-    ]
-    return check_function(func, cases=cases, reference=_one_hot, name="one_hot")
 
 
 def _lines_run(func: Callable, *args) -> tuple[object, int]:
@@ -73,6 +44,7 @@ def _lines_run(func: Callable, *args) -> tuple[object, int]:
         sys.settrace(previous)
 
 
+@exercise("constrain")
 def check_sinusoidal_encoding(func: Callable) -> CheckResult:
     """``func(n_positions, d_model)``: float64 (n_positions, d_model) with interleaved
     ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))`` and ``PE[pos, 2i+1] = cos(...)``, without a
@@ -98,15 +70,85 @@ def check_sinusoidal_encoding(func: Callable) -> CheckResult:
                           name="sinusoidal_encoding", rtol=1e-9, atol=1e-12)
 
 
-def check_relative_position_matrix(func: Callable) -> CheckResult:
-    """``func(k, d_model)``: the block-diagonal (d_model, d_model) float64 matrix ``M_k`` with
-    ``PE(pos + k) = M_k @ PE(pos)``; ValueError for an odd d_model."""
+def _pe_dot_measured(k: np.ndarray, d_model: int) -> np.ndarray:
+    """PE(p)·PE(p + k) measured from the table at p = 300 (any p gives the same)."""
+    table = positional.sinusoidal_encoding(700, d_model)
+    return np.array([table[300] @ table[300 + int(offset)] for offset in np.ravel(k)]).reshape(
+        np.shape(k))
+
+
+_TABLE_RULE = ("the rule is a formula in k: {name} was called, which measures the dot products "
+               "instead of deriving them")
+
+
+@exercise("derive")
+def check_pe_dot(func: Callable) -> CheckResult:
+    """``func(k, d_model)``: PE(p)·PE(p + k) = sum_i cos(k ω_i) for an array of offsets, checked
+    against dot products measured at several p; ``positional.sinusoidal_encoding`` and
+    ``relative_position_matrix`` raise :class:`RuleBroken` while ``func`` runs."""
+
+    @wraps_answer(func)
+    def formula(k: np.ndarray, d_model: int) -> object:
+        saved = {name: getattr(positional, name)
+                 for name in ("sinusoidal_encoding", "relative_position_matrix")}
+
+        def forbid(name: str) -> Callable:
+            def refuse(*args: object, **kwargs: object) -> object:
+                raise RuleBroken(_TABLE_RULE.format(name=f"positional.{name}"))
+            return refuse
+
+        try:
+            for name in saved:
+                setattr(positional, name, forbid(name))
+            return func(k, d_model)
+        finally:
+            for name, original in saved.items():
+                setattr(positional, name, original)
+
+    for p in (0, 137):  # the measurement itself does not depend on p
+        table = positional.sinusoidal_encoding(400, 16)
+        assert abs(table[p] @ table[p + 50] - _pe_dot_measured(np.array([50]), 16)[0]) < 1e-9
     cases = [
-        Case((0, 4), "k = 0: the identity"),
-        Case((1, 2), "k = 1, d_model = 2: one rotation block"),
-        Case((3, 8), "k = 3, d_model = 8"),
-        Case((-5, 6), "a negative offset"),
-        Case((2, 3), "odd d_model", raises=ValueError),
+        Case((np.array([0]), 8), "k = 0: every pair gives 1, so d_model / 2 = 4",
+             expected=_pe_dot_measured(np.array([0]), 8)),
+        Case((np.array([1, 2, 3]), 2), "d_model = 2: one pair, the dot product is cos(k)",
+             expected=_pe_dot_measured(np.array([1, 2, 3]), 2)),
+        Case((np.array([-10, 10]), 128), "k = ±10, d_model = 128: symmetric in k",
+             expected=_pe_dot_measured(np.array([-10, 10]), 128)),
+        Case((np.arange(0, 300, 25), 64), "k = 0, 25, ..., 275 with d_model = 64",
+             expected=_pe_dot_measured(np.arange(0, 300, 25), 64)),
     ]
-    return check_function(func, cases=cases, reference=positional.relative_position_matrix,
-                          name="relative_position_matrix", rtol=1e-9, atol=1e-12)
+    return check_function(formula, cases=cases, name="pe_dot", rtol=1e-9, atol=1e-9)
+
+
+def _add_positions(X: np.ndarray) -> np.ndarray:
+    return X + positional.sinusoidal_encoding(X.shape[1], X.shape[2])
+
+
+@exercise("debug")
+def check_add_positions(func: Callable) -> CheckResult:
+    """``func(X)`` for X of shape (B, N, d_model): X + PE_{0:N} for every sentence, X unchanged."""
+    rng = np.random.default_rng(9)
+    cases = [
+        Case((np.zeros((2, 5, 8)),), "2 sentences of 5 tokens, all zero: the output is PE twice"),
+        Case((rng.normal(size=(3, 4, 6)),), "3 sentences of 4 tokens, d_model = 6"),
+        Case((rng.normal(size=(5, 5, 4)),), "B = N = 5: the shapes cannot tell B from N"),
+        Case((rng.normal(size=(1, 7, 2)),), "one sentence of 7 tokens"),
+    ]
+    return check_function(func, cases=cases, reference=_add_positions, name="add_positions",
+                          rtol=1e-12, atol=1e-12)
+
+
+_NORM_EXPLANATION = (
+    "Each of the 256 pairs contributes sin² + cos² = 1 to the squared length, whatever the "
+    "position: ||PE(pos)||² = d_model / 2 = 256, so ||PE(pos)|| = 16 at every position. (The paper "
+    "multiplies the embeddings by sqrt(d_model) ≈ 22.6 without saying why; one reading: embedding "
+    "entries of size about 1/sqrt(d_model) give rows of length about 1, which PE's 16 would drown.)"
+)
+
+
+@exercise("predict")
+def check_pe_norm(answer: object) -> CheckResult:
+    """||PE(1000)|| for d_model = 512: sqrt(256) = 16."""
+    return check_number(answer, 16.0, name="pe_norm", rtol=0.01,
+                        label="||PE(1000)|| for d_model = 512", explanation=_NORM_EXPLANATION)

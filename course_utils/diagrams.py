@@ -137,8 +137,8 @@ def pipeline() -> Figure:
     # the optimizer updates the weights of every stage that has them
     _arrow(ax, (bottom_x[-1] - 0.75, bottom), (top_x[1], top - 0.75),
            connectionstyle="arc3,rad=-0.25", color=VERMILLION, ls="-")
-    ax.text(bottom_x[-1] - 2.55, bottom + 0.35, "update\nthe weights", ha="center",
-            va="center", fontsize=9, color=VERMILLION)
+    ax.text(bottom_x[-1] - 4.3, bottom + 0.2, "update every weight:\nembeddings, attention,\n"
+            "feed-forward, logits", ha="center", va="center", fontsize=9, color=VERMILLION)
 
     ax.text(top_x[0] - 0.75, top + 1.45, "forward pass: the model computes", ha="left",
             fontsize=11, fontweight="bold", color=BLACK)
@@ -148,9 +148,9 @@ def pipeline() -> Figure:
              "probability 04\n"
              "today's language models (decoder-only, RoPE, KV cache): 15 · "
              "tiled attention (no N×N matrix): 16")
-    ax.text(top_x[0] - 0.75, bottom - 1.05, notes, ha="left", va="top", fontsize=9,
+    ax.text(top_x[0] - 0.75, bottom - 1.3, notes, ha="left", va="top", fontsize=9,
             color=BLACK, linespacing=1.6)
-    ax.set(xlim=(top_x[0] - 1.0, top_x[-1] + 1.0), ylim=(bottom - 1.9, top + 1.9))
+    ax.set(xlim=(top_x[0] - 1.0, top_x[-1] + 1.0), ylim=(bottom - 2.15, top + 1.9))
     ax.set_aspect("equal")
     fig.tight_layout()
     return fig
@@ -188,7 +188,7 @@ def tensor_sheets(shape: tuple[int, int, int] = (3, 4, 6),
                 ax.add_patch(Rectangle((ox + j, oy + seq - 1 - n), 1, 1, facecolor=color,
                                        edgecolor=BLACK, lw=0.6))
         if b > 0:  # in the strip of this sheet that the sheet in front leaves visible
-            ax.text(ox + 0.15, oy + seq - dy / 2, f"sentence {b}", va="center", fontsize=7.5,
+            ax.text(ox + 0.15, oy + seq - dy / 2, f"sentence {b}", va="center", fontsize=9,
                     color=BLACK)
     # axis labels: features along the bottom, tokens down the side, batch along the diagonal
     ax.annotate("", xy=(dim, -0.45), xytext=(0, -0.45),
@@ -445,8 +445,10 @@ def decoder_block() -> Figure:
              "self": sub, "cross": sub, "ffn": sub, "add 1": add, "add 2": add, "add 3": add}
     chain = ["input", "self", "add 1", "cross", "add 2", "ffn", "add 3", "output"]
     arrows = [(a, b, "") for a, b in zip(chain[:-1], chain[1:], strict=True)]
-    arrows.append(("memory", "cross", "K, V"))
+    arrows.append(("memory", "cross", ""))
     _flow(ax, boxes, arrows, sizes=sizes)
+    # the arrow's label sits left of the dashed frame (at x = -2.0), not on it
+    ax.text(-2.5, 4.56, "K, V", ha="center", va="bottom", fontsize=8.5, color=BLUE)
     ax.text(-0.12, 4.5 - 0.45 - 0.3, "Q", fontsize=8.5, color=BLUE, ha="right", va="center")
     ax.text(-0.12, 1.8 - 0.45 - 0.3, "Q, K, V", fontsize=8.5, color=BLUE, ha="right",
             va="center")
@@ -491,14 +493,14 @@ def encoder_decoder() -> Figure:
     _flow(ax, boxes, arrows, width=3.0, height=0.9)
     _frame(ax, enc - 1.75, 2.35, 3.5, 2.6, "× N_enc")
     _frame(ax, dec - 1.75, 2.35, 3.5, 3.9, "× N_dec")
-    ax.text(enc, 8.9, "encoder", fontsize=12, fontweight="bold", ha="center")
-    ax.text(dec, 8.9, "decoder", fontsize=12, fontweight="bold", ha="center")
+    ax.text(enc, 9.15, "encoder", fontsize=12, fontweight="bold", ha="center")
+    ax.text(dec, 9.15, "decoder", fontsize=12, fontweight="bold", ha="center")  # above softmax
     ax.text(enc, 7.0, "M goes to the cross-attention\nof every decoder layer", fontsize=8.5,
             ha="center", va="bottom", color=BLUE)
     ax.text((enc + dec) / 2, -1.0, "shared embeddings: one V × d_model matrix is the source "
             "embedding,\nthe target embedding and $W_{out}^T$", fontsize=9, ha="center",
             va="top", color=PURPLE)
-    ax.set(xlim=(enc - 2.2, dec + 3.0), ylim=(-1.9, 9.4))
+    ax.set(xlim=(enc - 2.2, dec + 3.0), ylim=(-1.9, 9.7))
     ax.set_aspect("equal")
     fig.tight_layout()
     return fig
@@ -510,14 +512,14 @@ def training_loop() -> Figure:
     its own guesses) while ``tgt_out`` = target + <eos> is what the cross-entropy compares the
     logits with; backpropagation gives the gradients and AdamW, with the warm-up learning rate,
     updates the weights. Returns the ``Figure``."""
-    fig, ax = _white_figure((13.0, 5.6))
+    fig, ax = _white_figure((9.5, 4.4))  # at most 9.5 inches: JupyterLab shrinks wider ones
     boxes = {
         "pairs": (0.0, 2.6, "training pairs\n(source, target)", "white"),
         "batch": (2.7, 2.6, "batch: pad\n+ masks", "white"),
         "src": (5.6, 3.4, "src: source ids\n+ <eos>", SKY),
         "tgt_in": (5.6, 1.8, "tgt_in: <bos>\n+ target", SKY),
         "tgt_out": (5.6, 5.0, "tgt_out: target\n+ <eos>", YELLOW),
-        "model": (8.6, 2.6, "Transformer\nencoder → src\ndecoder → tgt_in", PURPLE),
+        "model": (8.6, 2.6, "Transformer\n\nencoder: src\ndecoder: tgt_in", PURPLE),
         "logits": (11.4, 2.6, "logits\n(B, T, V)", "white"),
         "loss": (11.4, 5.0, "cross-entropy\n(skips <pad>)", YELLOW),
         "backward": (11.4, 0.0, "backward:\ngradients", ORANGE),
@@ -603,7 +605,7 @@ def _encoder_column(ax: Axes, x: float, norm_first: bool,
             "residual", rotation=90, fontsize=8.5, va="center")
     # the repeated layer: from the first box after the input to the last norm (post-LN) or add
     first, last = heights[names[1]], heights["add 2" if norm_first else "norm 2"]
-    _frame(ax, x - 1.6, first - 0.65, 3.95, last - first + 1.0, "× N\nlayers")
+    _frame(ax, x - 1.6, first - 0.65, 3.95, last - first + 1.0, "× L\nlayers")
     top = heights["output"] + sizes["output"][1] / 2
     ax.text(x, top + 0.25, _ENCODER_TITLES[norm_first], ha="center", va="bottom", fontsize=10.5)
     ax.text(x, -0.55, _ENCODER_NOTES[norm_first], ha="center", va="top", fontsize=9, color=BLUE)

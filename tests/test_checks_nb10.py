@@ -3,67 +3,94 @@
 import math
 
 import torch
-import torch.nn.functional as F
 from checker_table import right, table_test, wrong
 
 from course_utils import attention
 from course_utils.checks import nb10
 
 
-def attention_weights(q, k, scale=None, dim=-1):
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same d_k, got {q.shape[-1]} and {k.shape[-1]}")
-    scale = math.sqrt(q.shape[-1]) if scale is None else scale
-    return torch.softmax(q @ k.transpose(-2, -1) / scale, dim=dim)
+def causal_attention(q, k, v, keep_future=False, zero_empty=True, shift=1, fill=-math.inf):
+    lq, lk = q.shape[-2], k.shape[-2]
+    ahead = torch.ones(lq, lk, dtype=torch.bool).triu(diagonal=lk - lq + shift)
+    logits = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(logits.masked_fill(~ahead if keep_future else ahead, fill), -1)
+    if zero_empty:
+        weights = torch.nan_to_num(weights, nan=0.0)
+    return weights @ v, weights
 
 
-def causal_mask(lq, lk, shift=0):
-    return torch.ones(lq, lk, dtype=torch.bool).tril(diagonal=lk - lq + shift)
+def top_left(q, k, v):
+    lq, lk = q.shape[-2], k.shape[-2]
+    keep = torch.ones(lq, lk, dtype=torch.bool).tril()
+    return attention.scaled_dot_product_attention(q, k, v, mask=keep)
 
 
-def masked_attention(q, k, v, mask, fill=float("-inf"), nan_to_zero=True):
-    scores = (q @ k.T / math.sqrt(q.shape[-1])).masked_fill(~mask, fill)
-    weights = torch.softmax(scores, dim=-1)
-    return (torch.nan_to_num(weights, nan=0.0) if nan_to_zero else weights) @ v
+def output_only(q, k, v):
+    return causal_attention(q, k, v)[0]
 
 
-def masked_attention_by_torch(q, k, v, mask):
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    return out.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+def padded_causal(q, k, v, lengths, keys=True, causal=True, padding=True, fill=-math.inf,
+                  zero_empty=True):
+    n = q.shape[-2]
+    real = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
+    visible = torch.ones(len(lengths), n, n, dtype=torch.bool)
+    if padding:
+        visible = visible & (real[:, None, :] if keys else real[:, :, None])
+    if causal:
+        visible = visible & torch.ones(n, n, dtype=torch.bool).tril()
+    logits = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(logits.masked_fill(~visible, fill), dim=-1)
+    if zero_empty:
+        weights = torch.nan_to_num(weights, nan=0.0)
+    return weights @ v, weights
+
+
+def padded_causal_by_course(q, k, v, lengths):
+    keep = attention.padding_mask(lengths, max_len=q.shape[-2])[:, None, :]
+    return attention.scaled_dot_product_attention(q, k, v, mask=keep, causal=True)
 
 
 ROWS = [
-    *right(nb10.check_attention_weights, worked=attention_weights),
+    *right(nb10.check_saturated_weight, worked=3.4e-4, exact=1 / (1 + math.exp(8)),
+           approx=math.exp(-8)),
     *wrong(
-        nb10.check_attention_weights,
-        unscaled=(lambda q, k: attention_weights(q, k, scale=1.0), "values differ"),
-        over_queries=(lambda q, k: attention_weights(q, k, dim=-2), "values differ"),
-        divides_by_d_k=(lambda q, k: attention_weights(q, k, scale=q.shape[-1]),
-                        "one query, two keys: softmax([1, 0] / √2): values differ"),
-        float32=(lambda q, k: attention_weights(q.float(), k.float()),
-                 "dtype: expected torch.float64, got torch.float32"),
+        nb10.check_saturated_weight,
+        scaled=(1 / (1 + math.e), "the weight with the scaling (a gap of 1)"),
+        higher_key=(0.99966, "the weight of the higher key"),
+        equal=(0.5, "the weight of two equal scores"),
+        one_over_eight=(1 / 8, "expected about 0.000335"),
+        text=("3.4e-4", "expected a number, got str"),
     ),
-    *right(nb10.check_causal_mask, worked=causal_mask, course_utils=attention.causal_mask),
+    *right(nb10.check_causal_attention, worked=causal_attention,
+           course_utils=lambda q, k, v: attention.scaled_dot_product_attention(q, k, v,
+                                                                               causal=True)),
     *wrong(
-        nb10.check_causal_mask,
-        top_left=(lambda lq, lk: torch.ones(lq, lk, dtype=torch.bool).tril(),
-                  "2 new queries after 3 cached keys: the last query sees all 5: values differ"),
-        strict=(lambda lq, lk: causal_mask(lq, lk, shift=-1),
-                "square: the lower triangle: values differ"),
-        floats=(lambda lq, lk: causal_mask(lq, lk).float(),
-                "dtype: expected bool entries (torch.bool), got torch.float32"),
-        numpy=(lambda lq, lk: causal_mask(lq, lk).numpy(),
-               "expected a torch.Tensor, got numpy.ndarray"),
+        nb10.check_causal_attention,
+        the_bug=(lambda q, k, v: causal_attention(q, k, v, keep_future=True),
+                 "the map still looks into the future"),
+        one_ahead=(lambda q, k, v: causal_attention(q, k, v, shift=2),
+                   "the map still looks into the future"),
+        strict=(lambda q, k, v: causal_attention(q, k, v, shift=0),
+                "4 tokens: query i sees keys 0..i: output: values differ"),
+        top_left=(top_left, "the last query sees all 5: output: values differ"),
+        nan_rows=(lambda q, k, v: causal_attention(q, k, v, zero_empty=False), "are nan"),
+        minus_1e9=(lambda q, k, v: causal_attention(q, k, v, fill=-1e9),
+                   "their rows must be 0: output: values differ"),
+        output_only=(output_only, "expected a tuple of 2 items (output, weights)"),
     ),
-    *right(nb10.check_masked_attention, worked=masked_attention, torch=masked_attention_by_torch),
+    *right(nb10.check_padded_causal_attention, worked=padded_causal,
+           course_utils=padded_causal_by_course),
     *wrong(
-        nb10.check_masked_attention,
-        minus_1e9=(lambda q, k, v, mask: masked_attention(q, k, v, mask, fill=-1e9),
-                   "query 2 sees no key: its output row must be 0: values differ"),
-        nan_rows=(lambda q, k, v, mask: masked_attention(q, k, v, mask, nan_to_zero=False),
-                  "(2 are nan)"),
-        inverted=(lambda q, k, v, mask: masked_attention(q, k, v, ~mask),
-                  "the last two keys are padding: values differ"),
+        nb10.check_padded_causal_attention,
+        causal_only=(lambda q, k, v, n: padded_causal(q, k, v, n, padding=False),
+                     "keys 2 and 3 are padding: output: values differ"),
+        padding_only=(lambda q, k, v, n: padded_causal(q, k, v, n, causal=False),
+                      "the causal mask alone: output: values differ"),
+        masks_queries=(lambda q, k, v, n: padded_causal(q, k, v, n, keys=False),
+                       "keys 2 and 3 are padding: output: values differ"),
+        minus_1e9=(lambda q, k, v, n: padded_causal(q, k, v, n, fill=-1e9),
+                   "sentence 1 is empty: every row sees nothing and must be 0: output"),
+        nan_rows=(lambda q, k, v, n: padded_causal(q, k, v, n, zero_empty=False), "are nan"),
     ),
 ]
 

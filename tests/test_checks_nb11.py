@@ -12,29 +12,25 @@ from course_utils.checks import nb11
 
 def split_heads(x, n_heads, transpose=True):
     b, n, d_model = x.shape
-    if d_model % n_heads:
-        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
     if not transpose:
         return x.reshape(b, n_heads, n, d_model // n_heads)
     return x.reshape(b, n, n_heads, d_model // n_heads).transpose(1, 2)
 
 
-def split_heads_dropping_features(x, n_heads):
+def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, scale_by_d_model=False, use_w_o=True,
+                         transpose=True, over_queries=False):
     b, n, d_model = x.shape
-    d_k = d_model // n_heads  # 10 // 4 = 2: two features silently dropped
-    return x[..., : n_heads * d_k].reshape(b, n, n_heads, d_k).transpose(1, 2)
-
-
-def merge_heads(x):
-    b, h, n, d_k = x.shape
-    return x.transpose(1, 2).reshape(b, n, h * d_k)
-
-
-def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, scale_by_d_model=False, use_w_o=True):
-    q, k, v = (split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
-    d = x.shape[-1] if scale_by_d_model else q.shape[-1]
-    z = merge_heads(torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), dim=-1) @ v)
+    q, k, v = (split_heads(x @ w, n_heads, transpose) for w in (w_q, w_k, w_v))
+    d = d_model if scale_by_d_model else q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+    weights = torch.softmax(scores, dim=-2 if over_queries else -1)
+    z = (weights @ v).transpose(1, 2).reshape(b, n, d_model)
     return z @ w_o if use_w_o else z
+
+
+def multi_head_attention_by_course(x, w_q, w_k, w_v, w_o, n_heads):
+    q, k, v = (attention.split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
+    return attention.merge_heads(attention.scaled_dot_product_attention(q, k, v)[0]) @ w_o
 
 
 def attention_parameters(d_model, n_heads, d_head, bias=True, q_bias=None, out_bias=None,
@@ -54,35 +50,30 @@ def attention_parameters_by_torch(d_model, n_heads, d_head, bias=True):
 
 
 ROWS = [
-    *right(nb11.check_split_heads, course_utils=attention.split_heads, worked=split_heads),
-    *wrong(
-        nb11.check_split_heads,
-        no_transpose=(lambda x, h: split_heads(x, h, transpose=False),
-                      "arange: (1, 2, 6) into 2 heads: values differ"),
-        drops_features=(split_heads_dropping_features,
-                        "10 is not divisible by 4: should raise ValueError"),
-        view_after_transpose=(lambda x, h: x.transpose(1, 2).reshape(x.shape[0], h, x.shape[1],
-                                                                     -1),
-                              "values differ"),
-    ),
-    *right(nb11.check_merge_heads, course_utils=attention.merge_heads, worked=merge_heads),
-    *wrong(
-        nb11.check_merge_heads,
-        no_transpose=(lambda x: x.reshape(x.shape[0], x.shape[2], -1),
-                      "arange: 2 heads, 2 tokens, d_k = 3: values differ"),
-        sums_heads=(lambda x: x.sum(dim=1), "shape: expected (1, 2, 6), got (1, 2, 3)"),
-        view=(lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1),
-              "raised RuntimeError: view size is not compatible"),
-    ),
-    *right(nb11.check_multi_head_attention, worked=multi_head_attention),
+    *right(nb11.check_multi_head_attention, worked=multi_head_attention,
+           course_utils=multi_head_attention_by_course),
     *wrong(
         nb11.check_multi_head_attention,
+        the_given_code=(lambda *args: multi_head_attention(*args, scale_by_d_model=True,
+                                                           transpose=False),
+                        "without the transpose, so each 'head' mixes features of several "
+                        "tokens (section 2); and the scores are divided by √d_model"),
         scaled_by_d_model=(lambda *args: multi_head_attention(*args, scale_by_d_model=True),
-                           "two heads, d_k = 4: values differ"),
+                           "two heads, d_k = 4: the scores are divided by √d_model"),
+        no_transpose=(lambda *args: multi_head_attention(*args, transpose=False),
+                      "two heads, d_k = 4: the heads are split by a plain reshape"),
+        over_queries=(lambda *args: multi_head_attention(*args, over_queries=True),
+                      "one head: plain attention: the softmax runs over the queries"),
         forgets_w_o=(lambda *args: multi_head_attention(*args, use_w_o=False),
                      "one head: plain attention: values differ"),
-        one_head=(lambda *args: multi_head_attention(*args[:5], 1),
-                  "two heads, d_k = 4: values differ"),
+    ),
+    *right(nb11.check_attention_multiply_adds, worked=2 * 2048**2 * 512, rounded=4.3e9),
+    *wrong(
+        nb11.check_attention_multiply_adds,
+        scores_only=(2048**2 * 512, "one of the two products"),
+        d_model_per_head=(2 * 8 * 2048**2 * 512, "h times too many"),
+        projection=(2 * 2048 * 512**2, "the cost of a (N, d_model) by (d_model, d_model)"),
+        far_off=(1e6, "expected about 4.29497e+09"),
     ),
     *right(nb11.check_attention_parameters, worked=attention_parameters,
            torch=attention_parameters_by_torch),

@@ -7,15 +7,15 @@ from checker_table import right, table_test, wrong
 from course_utils.checks import nb12
 
 
-def feed_forward(x, w1, b1, w2, b2, activation=torch.relu, use_b2=True):
-    out = activation(x @ w1 + b1) @ w2
-    return out + b2 if use_b2 else out
-
-
-def layer_norm(x, gamma, beta, eps=1e-5, dim=-1, correction=0, eps_inside=True):
+def layer_norm(x, gamma, beta, eps=1e-5, dim=-1, correction=0, eps_place="inside"):
     mu = x.mean(dim=dim, keepdim=True)
     var = x.var(dim=dim, keepdim=True, correction=correction)
-    scale = torch.sqrt(var + eps) if eps_inside else torch.sqrt(var) + eps
+    if eps_place == "inside":
+        scale = torch.sqrt(var + eps)
+    elif eps_place == "outside":
+        scale = torch.sqrt(var) + eps
+    else:
+        scale = x.std(dim=dim, keepdim=True, correction=correction)
     return gamma * (x - mu) / scale + beta
 
 
@@ -24,49 +24,68 @@ def layer_norm_in_place(x, gamma, beta, eps=1e-5):
     return gamma * x / torch.sqrt((x**2).mean(dim=-1, keepdim=True) + eps) + beta
 
 
-def swiglu(x, w_gate, w_up, w_down, gate=F.silu):
-    return (gate(x @ w_gate) * (x @ w_up)) @ w_down
+def pre_ln_block(x, gamma, beta, w1, b1, w2, b2, dim=-1, add_normalized=False, post=False,
+                 correction=0):
+    def norm(t):
+        mu = t.mean(dim, keepdim=True)
+        var = t.var(dim, keepdim=True, correction=correction)
+        return gamma * (t - mu) / torch.sqrt(var + 1e-5) + beta
+
+    def ffn(t):
+        return torch.relu(t @ w1 + b1) @ w2 + b2
+
+    if post:
+        return norm(x + ffn(x))
+    h = norm(x)
+    return (h if add_normalized else x) + ffn(h)
+
+
+def pre_ln_block_by_torch(x, gamma, beta, w1, b1, w2, b2):
+    h = F.layer_norm(x, x.shape[-1:], gamma, beta, 1e-5)
+    return x + F.linear(F.relu(F.linear(h, w1.T, b1)), w2.T, b2)
+
+
+def the_given_block(x, gamma, beta, w1, b1, w2, b2):
+    return pre_ln_block(x, gamma, beta, w1, b1, w2, b2, dim=-2, add_normalized=True)
 
 
 ROWS = [
-    *right(nb12.check_feed_forward, worked=feed_forward,
-           clamp=lambda x, w1, b1, w2, b2: torch.clamp(x @ w1 + b1, min=0) @ w2 + b2),
-    *wrong(
-        nb12.check_feed_forward,
-        no_relu=(lambda *args: feed_forward(*args, activation=lambda h: h),
-                 "by hand: hidden [1, -1.5, -3] -> ReLU [1, 0, 0]: values differ"),
-        relu_at_the_end=(lambda x, w1, b1, w2, b2: torch.relu(feed_forward(x, w1, b1, w2, b2)),
-                         "values differ"),
-        forgets_b2=(lambda *args: feed_forward(*args, use_b2=False),
-                    "by hand: hidden [1, -1.5, -3] -> ReLU [1, 0, 0]: values differ: expected "
-                    "[[1.1, 0.2]], got [[1., 0.]]"),
-        gelu=(lambda *args: feed_forward(*args, activation=F.gelu), "values differ"),
-    ),
     *right(nb12.check_layer_norm, worked=layer_norm,
            torch=lambda x, gamma, beta, eps=1e-5: F.layer_norm(x, x.shape[-1:], gamma, beta, eps)),
     *wrong(
         nb12.check_layer_norm,
         unbiased=(lambda *args, **kw: layer_norm(*args, **kw, correction=1),
-                  "[1, 2, 3, 4]: mean 2.5, variance 1.25: values differ"),
-        eps_outside=(lambda *args, **kw: layer_norm(*args, **kw, eps_inside=False),
-                     "eps = 0.1 matters: values differ"),
+                  "the variance divides by d - 1"),
+        eps_outside=(lambda *args, **kw: layer_norm(*args, **kw, eps_place="outside"),
+                     "ε is outside the square root"),
+        no_eps=(lambda *args, **kw: layer_norm(*args, **kw, eps_place="none"),
+                "ε is missing"),
         over_the_batch=(lambda *args, **kw: layer_norm(*args, **kw, dim=0),
                         "a batch (3, 5, 6) with γ and β: values differ"),
         ignores_eps=(lambda x, gamma, beta, eps=1e-5: layer_norm(x, gamma, beta),
                      "eps = 0.1 matters: values differ"),
         in_place=(layer_norm_in_place, "changed its argument `x` in place"),
     ),
-    *right(nb12.check_swiglu, worked=swiglu,
-           by_sigmoid=lambda x, wg, wu, wd: swiglu(x, wg, wu, wd,
-                                                   gate=lambda z: z * torch.sigmoid(z))),
+    *right(nb12.check_swiglu_parameters, worked=3 * 4096 * 11008, rounded=1.35e8),
     *wrong(
-        nb12.check_swiglu,
-        gate_and_up_swapped=(lambda x, wg, wu, wd: swiglu(x, wu, wg, wd),
-                             "by hand: SiLU(2)·3 = 5.2848: values differ"),
-        glu=(lambda x, wg, wu, wd: swiglu(x, wg, wu, wd, gate=torch.sigmoid),
-             "by hand: SiLU(2)·3 = 5.2848: values differ"),
-        relu_gate=(lambda x, wg, wu, wd: swiglu(x, wg, wu, wd, gate=torch.relu),
-                   "5 tokens, d_model = 4, d_ff = 12: values differ"),
+        nb12.check_swiglu_parameters,
+        two_matrices=(2 * 4096 * 11008, "SwiGLU has a third, the gate"),
+        relu_network=(2 * 4096 * 16384, "the ReLU network with d_ff = 4 d_model"),
+        one_matrix=(4096 * 11008, "one matrix"),
+        with_biases_guess=(1.5e8, "expected about 1.35266e+08"),
+    ),
+    *right(nb12.check_pre_ln_block, worked=pre_ln_block, torch=pre_ln_block_by_torch),
+    *wrong(
+        nb12.check_pre_ln_block,
+        the_given_code=(the_given_block, "two mistakes: LayerNorm runs over the tokens"),
+        over_tokens=(lambda *args: pre_ln_block(*args, dim=-2),
+                     "LayerNorm runs over the tokens (dim=-2)"),
+        adds_normalized=(lambda *args: pre_ln_block(*args, add_normalized=True),
+                         "zero weights: the block must be the identity: the residual adds the "
+                         "normalized x"),
+        post_ln=(lambda *args: pre_ln_block(*args, post=True), "this is post-LN"),
+        unbiased=(lambda *args: pre_ln_block(*args, correction=1),
+                  "(2, 5, 8), d_ff = 32: values differ"),
     ),
 ]
 

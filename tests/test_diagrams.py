@@ -250,7 +250,7 @@ def test_encoder_block_has_its_boxes_arrows_and_colours(norm_first):
     try:
         drawn = texts(fig)
         for label in ["input x: (B, N, d_model)", "multi-head\nself-attention", "feed-forward",
-                      "residual", "× N\nlayers"]:
+                      "residual", "× L\nlayers"]:
             assert label in drawn
         assert drawn.count("add") == 2 and drawn.count("LayerNorm") == 2
         assert ("final LayerNorm\n(after the last layer)" in drawn) is norm_first

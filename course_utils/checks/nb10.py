@@ -2,66 +2,126 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from course_utils import attention
-from course_utils.checks import Case, CheckResult, check_function, randn
+from course_utils.checks import (
+    Case,
+    CaseResult,
+    CheckResult,
+    RuleBroken,
+    Status,
+    check_function,
+    check_number,
+    exercise,
+    randn,
+    wraps_answer,
+)
 
 
-def _attention_weights(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    return attention.scaled_dot_product_attention(q, k, k)[1]  # the weights do not depend on v
+def _number_with_mistakes(answer: Any, expected: float, mistakes: dict[float, str], *,
+                          name: str, label: str, explanation: str,
+                          rtol: float) -> CheckResult:
+    """``check_number``, but an answer within 2% of a known mistake's value is told what that
+    value is (the message names the mistake)."""
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and math.isfinite(answer):
+        for value, why in mistakes.items():
+            if abs(answer - value) <= 0.02 * abs(value):
+                print(f"  ✗ {label}: {answer:.6g} is {why}. {explanation}")
+                return CheckResult(name, Status.FAILED, [CaseResult(label, False, why)])
+    return check_number(answer, expected, name=name, label=label, explanation=explanation,
+                        rtol=rtol)
 
 
-def _masked_attention(q, k, v, mask) -> torch.Tensor:
-    return attention.scaled_dot_product_attention(q, k, v, mask=mask)[0]
+@exercise("predict")
+def check_saturated_weight(answer: Any) -> CheckResult:
+    """The weight of the lower of two keys whose scores differ by 8 (one standard deviation of an
+    unscaled score at d_k = 64): ``1 / (1 + e⁸)``."""
+    expected = 1 / (1 + math.exp(8))
+    mistakes = {
+        1 / (1 + math.e): "the weight with the scaling (a gap of 1); without it the gap is 8",
+        1 / (1 + math.exp(-8)): "the weight of the higher key; the question asks for the lower",
+        0.5: "the weight of two equal scores; these differ by 8",
+    }
+    explanation = ("a₂ = e^{s₂} / (e^{s₁} + e^{s₂}) = 1 / (1 + e^{s₁ - s₂}) = 1 / (1 + e⁸) "
+                   "≈ 3.4e-4: the lower key is all but ignored, and the softmax slope "
+                   "a₂(1 - a₂) is just as small. With the scaling the gap is 1 and "
+                   "a₂ = 1 / (1 + e) ≈ 0.27")
+    return _number_with_mistakes(answer, expected, mistakes, name="saturated_weight",
+                                 label="weight of the lower key, gap 8", explanation=explanation,
+                                 rtol=0.1)
 
 
-def check_attention_weights(func: Callable) -> CheckResult:
-    """``func(q, k)``: ``softmax(q kᵀ / √d_k)`` over the keys (last dimension), for tensors of
-    shape (..., Lq, d_k) and (..., Lk, d_k); ValueError when the d_k differ."""
+def _causal(q, k, v):
+    return attention.scaled_dot_product_attention(q, k, v, causal=True)
+
+
+def _future_blind(func: Callable) -> Callable:
+    """``func`` itself, after checking that changing the keys and values query 0 must not see
+    leaves query 0's output unchanged."""
+    @wraps_answer(func)
+    def wrapper(q, k, v):
+        got = func(q, k, v)
+        lq, lk = q.shape[-2], k.shape[-2]
+        first_visible = lk - lq + 1  # query 0 sees keys 0 .. lk - lq
+        if 0 < first_visible < lk:
+            k2, v2 = k.clone(), v.clone()
+            k2[..., first_visible:, :] += 3.0
+            v2[..., first_visible:, :] += 5.0
+            again = func(q.clone(), k2, v2)
+            out = got[0] if isinstance(got, tuple) else got
+            out2 = again[0] if isinstance(again, tuple) else again
+            if (isinstance(out, torch.Tensor) and isinstance(out2, torch.Tensor)
+                    and out.shape == out2.shape and torch.isfinite(out).all()
+                    and not torch.allclose(out[..., 0, :], out2[..., 0, :])):
+                raise RuleBroken("query 0's output changed when only keys and values it must not "
+                                 "see changed: the map still looks into the future")
+        return got
+    return wrapper
+
+
+@exercise("debug")
+def check_causal_attention(func: Callable) -> CheckResult:
+    """``func(q, k, v)``: ``(output, weights)`` of causal attention aligned bottom-right (key j
+    visible to query i when ``j <= i + Lk - Lq``); a query that sees no key gets zeros."""
     cases = [
-        Case((torch.tensor([[1.0, 0.0]], dtype=torch.float64),
-              torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)),
-             "one query, two keys: softmax([1, 0] / √2)"),
-        Case((randn(4, 16, seed=1), randn(4, 16, seed=2)), "square (4, 16) and (4, 16)"),
-        Case((randn(3, 8, seed=3), randn(5, 8, seed=4)), "Lq = 3 queries, Lk = 5 keys"),
-        Case((randn(2, 3, 4, seed=5), randn(2, 6, 4, seed=6)), "a batch of 2"),
-        Case((randn(3, 4, seed=7), randn(3, 5, seed=8)), "d_k 4 against 5", raises=ValueError),
+        Case((randn(4, 8, seed=20), randn(4, 8, seed=21), randn(4, 3, seed=22)),
+             "4 tokens: query i sees keys 0..i"),
+        Case((randn(2, 8, seed=23), randn(5, 8, seed=24), randn(5, 3, seed=25)),
+             "2 new queries after 3 cached keys: the last query sees all 5"),
+        Case((randn(2, 3, 4, 8, seed=26), randn(2, 3, 4, 8, seed=27), randn(2, 3, 4, 3, seed=28)),
+             "a batch of 2 with 3 heads"),
+        Case((randn(5, 8, seed=29), randn(3, 8, seed=30), randn(3, 3, seed=31)),
+             "5 queries, 3 keys: queries 0 and 1 see nothing, so their rows must be 0"),
     ]
-    return check_function(func, cases=cases, reference=_attention_weights,
-                          name="attention_weights", rtol=1e-9, atol=1e-12)
+    return check_function(_future_blind(func), cases=cases, reference=_causal,
+                          name="causal_attention", names=("output", "weights"),
+                          rtol=1e-9, atol=1e-12)
 
 
-def check_causal_mask(func: Callable) -> CheckResult:
-    """``func(lq, lk)``: boolean (lq, lk), True = attend, bottom-right: key j visible to query i
-    when ``j <= i + lk - lq``."""
+def _padded_causal(q, k, v, lengths):
+    keep = attention.padding_mask(lengths, max_len=k.shape[-2])[:, None, :]
+    return attention.scaled_dot_product_attention(q, k, v, mask=keep, causal=True)
+
+
+@exercise("extend")
+def check_padded_causal_attention(func: Callable) -> CheckResult:
+    """``func(q, k, v, lengths)`` for (B, N, d) tensors and B real lengths: ``(output, weights)``
+    with key j visible to query i of sentence b when ``j <= i`` and ``j < lengths[b]``; a query
+    that sees no key gets zeros."""
+    def qkv(b, n, seed):
+        return randn(b, n, 4, seed=seed), randn(b, n, 4, seed=seed + 1), randn(b, n, 3, seed=seed + 2)
+
     cases = [
-        Case((4, 4), "square: the lower triangle"),
-        Case((1, 1), "one token sees itself"),
-        Case((2, 5), "2 new queries after 3 cached keys: the last query sees all 5"),
-        Case((1, 6), "one new query (generation step) sees every key"),
-        Case((5, 3), "more queries than keys: the first two rows see nothing"),
+        Case((*qkv(2, 4, 40), [4, 4]), "two full sentences: the causal mask alone"),
+        Case((*qkv(2, 4, 43), [4, 2]), "sentence 1 has 2 real tokens: keys 2 and 3 are padding"),
+        Case((*qkv(3, 5, 46), [5, 1, 3]), "three sentences of lengths 5, 1 and 3"),
+        Case((*qkv(2, 3, 49), [3, 0]), "sentence 1 is empty: every row sees nothing and must be 0"),
     ]
-    return check_function(func, cases=cases, reference=attention.causal_mask,
-                          name="causal_mask")
-
-
-def check_masked_attention(func: Callable) -> CheckResult:
-    """``func(q, k, v, mask)``: the attention output (Lq, d_v) with a boolean mask (True =
-    attend); a query row with no visible key must give a row of zeros."""
-    q, k, v = randn(4, 3, seed=10), randn(5, 3, seed=11), randn(5, 2, seed=12)
-    all_true = torch.ones(4, 5, dtype=torch.bool)
-    padding = all_true.clone()
-    padding[:, 3:] = False
-    fully_masked = padding.clone()
-    fully_masked[2] = False
-    cases = [
-        Case((q, k, v, all_true), "nothing masked"),
-        Case((q, k, v, padding), "the last two keys are padding"),
-        Case((q, k, v, attention.causal_mask(4, 5)), "causal (bottom-right)"),
-        Case((q, k, v, fully_masked), "query 2 sees no key: its output row must be 0"),
-    ]
-    return check_function(func, cases=cases, reference=_masked_attention,
-                          name="masked_attention", rtol=1e-9, atol=1e-12)
+    return check_function(func, cases=cases, reference=_padded_causal,
+                          name="padded_causal_attention", names=("output", "weights"),
+                          rtol=1e-9, atol=1e-12)

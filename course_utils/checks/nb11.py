@@ -2,46 +2,78 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from course_utils import attention
-from course_utils.checks import Case, CheckResult, check_function, randn
+from course_utils.checks import (
+    Case,
+    CaseResult,
+    CheckResult,
+    RuleBroken,
+    Status,
+    check_function,
+    check_number,
+    exercise,
+    randn,
+    wraps_answer,
+)
 
 
-def _multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads):
-    q = attention.split_heads(x @ w_q, n_heads)
-    k = attention.split_heads(x @ w_k, n_heads)
-    v = attention.split_heads(x @ w_v, n_heads)
-    z, _ = attention.scaled_dot_product_attention(q, k, v)
+def _mha(x, w_q, w_k, w_v, w_o, n_heads, *, plain_reshape=False, scale_by_d_model=False,
+         w_o_per_head=False, over_queries=False):
+    """Multi-head self-attention without biases, or one of the named mistakes."""
+    b, n, d_model = x.shape
+    d_k = d_model // n_heads
+
+    def split(t):
+        if plain_reshape:
+            return t.reshape(b, n_heads, n, d_k)
+        return attention.split_heads(t, n_heads)
+
+    q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_model if scale_by_d_model else d_k)
+    z = torch.softmax(scores, dim=-2 if over_queries else -1) @ v
+    if w_o_per_head:  # W^O's first d_k rows applied to every head, then the heads summed
+        return (z @ w_o[:d_k]).sum(1)
     return attention.merge_heads(z) @ w_o
 
 
-def check_split_heads(func: Callable) -> CheckResult:
-    """``func(x, n_heads)``: (B, N, d_model) -> (B, h, N, d_k), head i holding features
-    ``[i·d_k, (i+1)·d_k)``; ValueError when d_model is not divisible by n_heads."""
-    cases = [
-        Case((torch.arange(12.0).reshape(1, 2, 6), 2), "arange: (1, 2, 6) into 2 heads"),
-        Case((randn(2, 5, 8, seed=1), 4), "(2, 5, 8) into 4 heads of d_k = 2"),
-        Case((randn(3, 1, 6, seed=2), 1), "one head: only a new axis"),
-        Case((randn(2, 3, 6, seed=3), 6), "six heads of d_k = 1"),
-        Case((randn(2, 3, 10, seed=4), 4), "10 is not divisible by 4", raises=ValueError),
-    ]
-    return check_function(func, cases=cases, reference=attention.split_heads, name="split_heads")
+_MISTAKES = {
+    "plain_reshape": "the heads are split by a plain reshape to (B, h, N, d_k), without the "
+                     "transpose, so each 'head' mixes features of several tokens (section 2)",
+    "scale_by_d_model": "the scores are divided by √d_model; each head's dot products have d_k "
+                        "terms, so the scale is √d_k",
+    "over_queries": "the softmax runs over the queries: Q Kᵀ has one row per query, and the "
+                        "softmax must run along each row (over the keys)",
+}
 
 
-def check_merge_heads(func: Callable) -> CheckResult:
-    """``func(x)``: (B, h, N, d_k) -> (B, N, h·d_k), the heads concatenated along features."""
-    cases = [
-        Case((torch.arange(12.0).reshape(1, 2, 2, 3),), "arange: 2 heads, 2 tokens, d_k = 3"),
-        Case((randn(2, 4, 5, 2, seed=5),), "(2, 4, 5, 2) -> (2, 5, 8)"),
-        Case((randn(1, 1, 3, 4, seed=6),), "one head"),
-        Case((randn(3, 3, 1, 2, seed=7),), "one token"),
-    ]
-    return check_function(func, cases=cases, reference=attention.merge_heads, name="merge_heads")
+def _named_mistakes(func: Callable) -> Callable:
+    """``func`` itself; an output that equals a known mistake's output is told which mistake."""
+    @wraps_answer(func)
+    def wrapper(x, w_q, w_k, w_v, w_o, n_heads):
+        got = func(x, w_q, w_k, w_v, w_o, n_heads)
+        right = _mha(x, w_q, w_k, w_v, w_o, n_heads)
+        if isinstance(got, torch.Tensor) and got.shape == right.shape and not torch.allclose(
+                got, right, rtol=1e-9, atol=1e-12):
+            found = [why for flag, why in _MISTAKES.items()
+                     if torch.allclose(got, _mha(x, w_q, w_k, w_v, w_o, n_heads, **{flag: True}),
+                                       rtol=1e-9, atol=1e-12)]
+            both = _mha(x, w_q, w_k, w_v, w_o, n_heads, plain_reshape=True,
+                        scale_by_d_model=True)
+            if torch.allclose(got, both, rtol=1e-9, atol=1e-12):
+                found = [_MISTAKES["plain_reshape"], _MISTAKES["scale_by_d_model"]]
+            if found:
+                raise RuleBroken("; and ".join(found))
+        return got
+    return wrapper
 
 
+@exercise("debug")
 def check_multi_head_attention(func: Callable) -> CheckResult:
     """``func(x, w_q, w_k, w_v, w_o, n_heads)``: multi-head self-attention without biases,
     ``concat(head_1, …, head_h) W^O`` with ``head_i = softmax(Q_i K_iᵀ / √d_k) V_i`` and
@@ -55,8 +87,36 @@ def check_multi_head_attention(func: Callable) -> CheckResult:
         Case((randn(2, 4, 12, seed=40), *weights(12, 41), 3), "three heads, d_k = 4"),
         Case((randn(1, 6, 8, seed=50), *weights(8, 51), 8), "eight heads of d_k = 1"),
     ]
-    return check_function(func, cases=cases, reference=_multi_head_attention,
+    return check_function(_named_mistakes(func), cases=cases, reference=_mha,
                           name="multi_head_attention", rtol=1e-9, atol=1e-12)
+
+
+@exercise("predict")
+def check_attention_multiply_adds(answer: Any) -> CheckResult:
+    """Multiply-adds of Q Kᵀ and A V over all heads, N = 2048, d_model = 512, h = 8:
+    ``2 · h · N² · d_k = 2 · N² · d_model``."""
+    n, d_model, h = 2048, 512, 8
+    expected = 2 * h * n**2 * (d_model // h)
+    label = "multiply-adds of Q Kᵀ and A V, N = 2048, d_model = 512, h = 8"
+    explanation = ("each head's Q_i K_iᵀ is (N, d_k) times (d_k, N): N² scores of d_k "
+                   "multiply-adds each, and A_i V_i costs the same, so all heads take "
+                   "2 · h · N² · d_k = 2 · N² · d_model = 2 · 2048² · 512 ≈ 4.29e9, whatever h is "
+                   "(h = 16 gives the same); only the softmax, over h · N² scores, grows with h")
+    mistakes = {
+        expected / 2: "one of the two products; A V costs as much as Q Kᵀ",
+        expected * h: "h times too many: each head's dot products have d_k = d_model / h terms, "
+                      "not d_model",
+        2 * n * d_model**2: "the cost of a (N, d_model) by (d_model, d_model) projection, "
+                            "not of the scores",
+    }
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and math.isfinite(answer):
+        for value, why in mistakes.items():
+            if abs(answer - value) <= 0.02 * value:
+                print(f"  ✗ {label}: {answer:.4g} is {why}. {explanation}")
+                return CheckResult("attention_multiply_adds", Status.FAILED,
+                                   [CaseResult(label, False, why)])
+    return check_number(answer, expected, name="attention_multiply_adds", label=label,
+                        explanation=explanation, rtol=0.05)
 
 
 def _attention_parameters(d_model: int, n_heads: int, d_head: int, bias: bool = True) -> int:
@@ -64,6 +124,7 @@ def _attention_parameters(d_model: int, n_heads: int, d_head: int, bias: bool = 
     return 4 * d_model * width + (3 * width + d_model if bias else 0)
 
 
+@exercise("extend")
 def check_attention_parameters(func: Callable) -> CheckResult:
     """``func(d_model, n_heads, d_head, bias=True)``: the parameters of multi-head attention whose
     heads have a width d_head chosen freely: W^Q, W^K, W^V (d_model, h·d_head), W^O

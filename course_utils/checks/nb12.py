@@ -2,79 +2,176 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from course_utils.checks import Case, CheckResult, check_function, randn
-
-
-def _feed_forward(x, w1, b1, w2, b2):
-    return F.relu(x @ w1 + b1) @ w2 + b2
+from course_utils.checks import (
+    Case,
+    CaseResult,
+    CheckResult,
+    RuleBroken,
+    Status,
+    check_function,
+    check_number,
+    exercise,
+    randn,
+    wraps_answer,
+)
 
 
 def _layer_norm(x, gamma, beta, eps=1e-5):
     return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
 
 
-def _swiglu(x, w_gate, w_up, w_down):
-    return (F.silu(x @ w_gate) * (x @ w_up)) @ w_down
+def _layer_norm_variant(x, gamma, beta, eps=1e-5, *, eps_place="inside", correction=0):
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).sum(-1, keepdim=True) / (x.shape[-1] - correction)
+    if eps_place == "inside":
+        scale = torch.sqrt(var + eps)
+    elif eps_place == "outside":
+        scale = torch.sqrt(var) + eps
+    else:  # forgotten
+        scale = torch.sqrt(var)
+    return gamma * (x - mu) / scale + beta
 
 
-def check_feed_forward(func: Callable) -> CheckResult:
-    """``func(x, w1, b1, w2, b2)``: ``max(0, x W₁ + b₁) W₂ + b₂`` for x (..., d_model),
-    W₁ (d_model, d_ff), W₂ (d_ff, d_model)."""
-    def params(d: int, d_ff: int, seed: int):
-        return (randn(d, d_ff, seed=seed), randn(d_ff, seed=seed + 1),
-                randn(d_ff, d, seed=seed + 2), randn(d, seed=seed + 3))
-
-    cases = [
-        Case((torch.tensor([[1.0, -1.0]], dtype=torch.float64),
-              torch.tensor([[1.0, -1.0, 0.0], [0.0, 1.0, 2.0]], dtype=torch.float64),
-              torch.tensor([0.0, 0.5, -1.0], dtype=torch.float64),
-              torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64),
-              torch.tensor([0.1, 0.2], dtype=torch.float64)), "by hand: hidden [1, -1.5, -3] -> "
-             "ReLU [1, 0, 0]"),
-        Case((randn(5, 4, seed=1), *params(4, 16, 10)), "5 tokens, d_model = 4, d_ff = 16"),
-        Case((randn(2, 3, 8, seed=2), *params(8, 32, 20)), "a batch (2, 3, 8)"),
-        Case((randn(6, seed=3), *params(6, 24, 30)), "a single token (6,)"),
-    ]
-    return check_function(func, cases=cases, reference=_feed_forward, name="feed_forward",
-                          rtol=1e-9, atol=1e-12)
+_LN_MISTAKES = {
+    (("eps_place", "none"),): "ε is missing: the formula divides by √(σ² + ε), not by σ",
+    (("eps_place", "outside"),): "ε is outside the square root: the formula divides by "
+                                 "√(σ² + ε), not by √σ² + ε",
+    (("correction", 1),): "the variance divides by d - 1; LayerNorm's divides by d (the "
+                          "Convention box of section 4)",
+}
 
 
+def _named_ln_mistakes(func: Callable) -> Callable:
+    """``func`` itself; an output that equals a known mistake's output is told which mistake."""
+    @wraps_answer(func)
+    def wrapper(x, gamma, beta, eps=1e-5):
+        got = func(x, gamma, beta, eps=eps)
+        right = _layer_norm(x, gamma, beta, eps)
+        if isinstance(got, torch.Tensor) and got.shape == right.shape and not torch.allclose(
+                got, right, rtol=1e-9, atol=1e-12):
+            for options, why in _LN_MISTAKES.items():
+                with torch.no_grad():
+                    wrong = _layer_norm_variant(x, gamma, beta, eps, **dict(options))
+                same = torch.allclose(got, wrong, rtol=1e-9, atol=1e-12, equal_nan=True)
+                if same:
+                    raise RuleBroken(why)
+        return got
+    return wrapper
+
+
+@exercise("practice")
 def check_layer_norm(func: Callable) -> CheckResult:
     """``func(x, gamma, beta, eps=1e-5)``: ``γ (x − μ) / √(σ² + ε) + β`` over the last
-    dimension, with the biased variance σ² (divide by d_model, not d_model − 1)."""
+    dimension, with the biased variance σ² (divide by d_model, not d_model − 1). A rejection
+    names a forgotten ε, an ε outside the square root and the d − 1 variance."""
     ones, zeros = torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
     cases = [
         Case((torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64), ones, zeros),
              "[1, 2, 3, 4]: mean 2.5, variance 1.25"),
         Case((randn(3, 5, 6, seed=4, scale=10.0, shift=-3.0), randn(6, seed=5),
               randn(6, seed=6)), "a batch (3, 5, 6) with γ and β"),
+        Case((randn(2, 4, seed=8, scale=0.01), ones, zeros),
+             "a token with tiny features (σ² about 1e-4, so ε counts)"),
         Case((torch.full((2, 4), 7.0, dtype=torch.float64), ones, zeros + 0.5),
-             "a constant token: variance 0, output β (eps avoids 0/0)"),
+             "a constant token: variance 0, output β (ε avoids 0/0)"),
         Case((randn(4, 4, seed=7), ones, zeros), "eps = 0.1 matters", kwargs={"eps": 0.1}),
     ]
-    return check_function(func, cases=cases, reference=_layer_norm, name="layer_norm",
-                          rtol=1e-9, atol=1e-12)
+    return check_function(_named_ln_mistakes(func), cases=cases, reference=_layer_norm,
+                          name="layer_norm", rtol=1e-9, atol=1e-12)
 
 
-def check_swiglu(func: Callable) -> CheckResult:
-    """``func(x, w_gate, w_up, w_down)``: ``(SiLU(x W_gate) ⊙ (x W_up)) W_down`` with
-    ``SiLU(z) = z · sigmoid(z)``; no biases."""
-    def weights(d: int, d_ff: int, seed: int):
-        return (randn(d, d_ff, seed=seed), randn(d, d_ff, seed=seed + 1),
-                randn(d_ff, d, seed=seed + 2))
+@exercise("predict")
+def check_swiglu_parameters(answer: Any) -> CheckResult:
+    """The weights of one SwiGLU feed-forward network with d_model = 4096, d_ff = 11008 and no
+    biases (LLaMA-7B): ``3 · d_model · d_ff``."""
+    d_model, d_ff = 4096, 11008
+    expected = 3 * d_model * d_ff
+    label = "SwiGLU feed-forward weights, d_model = 4096, d_ff = 11008, no biases"
+    explanation = ("three matrices, W_gate and W_1 of shape (d_model, d_ff) and W_2 of shape "
+                   "(d_ff, d_model): 3 · 4096 · 11008 = 135,266,304 ≈ 1.35e8, close to the "
+                   "2 · 4096 · 16384 = 134,217,728 of a two-matrix network with d_ff = 4 d_model: "
+                   "d_ff ≈ (8/3) d_model keeps the count")
+    mistakes = {
+        2 * d_model * d_ff: "the count of two matrices; SwiGLU has a third, the gate W_gate",
+        2 * d_model * 4 * d_model: "the count of the ReLU network with d_ff = 4 d_model",
+        d_model * d_ff: "one matrix; SwiGLU has three of that size",
+    }
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and math.isfinite(answer):
+        for value, why in mistakes.items():
+            if abs(answer - value) <= 0.003 * value:
+                print(f"  ✗ {label}: {answer:.6g} is {why}. {explanation}")
+                return CheckResult("swiglu_parameters", Status.FAILED,
+                                   [CaseResult(label, False, why)])
+    return check_number(answer, expected, name="swiglu_parameters", label=label,
+                        explanation=explanation, rtol=0.003)
+
+
+def _pre_ln_block(x, gamma, beta, w1, b1, w2, b2, *, axis=-1, residual="x", post=False):
+    def norm(t):
+        mu = t.mean(axis, keepdim=True)
+        var = ((t - mu) ** 2).mean(axis, keepdim=True)
+        return gamma * (t - mu) / torch.sqrt(var + 1e-5) + beta
+
+    def ffn(t):
+        return F.relu(t @ w1 + b1) @ w2 + b2
+
+    if post:
+        return norm(x + ffn(x))
+    h = norm(x)
+    return (h if residual == "normalized" else x) + ffn(h)
+
+
+_BLOCK_MISTAKES = {
+    (("axis", -2),): "LayerNorm runs over the tokens (dim=-2): each token must be normalized "
+                     "over its own d_model features (dim=-1), or it depends on the other tokens",
+    (("residual", "normalized"),): "the residual adds the normalized x; pre-LN adds the block's "
+                                   "input x itself, so that zero weights give the identity",
+    (("axis", -2), ("residual", "normalized")): "two mistakes: LayerNorm runs over the tokens "
+                                                "(dim=-2), and the residual adds the normalized x "
+                                                "instead of x",
+    (("post", True),): "this is post-LN, LN(x + FFN(x)); pre-LN is x + FFN(LN(x))",
+}
+
+
+def _named_block_mistakes(func: Callable) -> Callable:
+    @wraps_answer(func)
+    def wrapper(*args):
+        got = func(*args)
+        right = _pre_ln_block(*args)
+        if isinstance(got, torch.Tensor) and got.shape == right.shape and not torch.allclose(
+                got, right, rtol=1e-9, atol=1e-12):
+            for options, why in _BLOCK_MISTAKES.items():
+                if torch.allclose(got, _pre_ln_block(*args, **dict(options)), rtol=1e-9,
+                                  atol=1e-12):
+                    raise RuleBroken(why)
+        return got
+    return wrapper
+
+
+@exercise("debug")
+def check_pre_ln_block(func: Callable) -> CheckResult:
+    """``func(x, gamma, beta, w1, b1, w2, b2)``: the pre-LN feed-forward block
+    ``x + FFN(LN(x))`` for x (B, N, d), LayerNorm over the last dimension with ε = 1e-5."""
+    def params(d: int, d_ff: int, seed: int, zero: bool = False):
+        scale = 0.0 if zero else 1.0
+        return (randn(d, seed=seed, shift=1.0, scale=0.3), randn(d, seed=seed + 1, scale=0.3),
+                randn(d, d_ff, seed=seed + 2, scale=scale * d**-0.5),
+                randn(d_ff, seed=seed + 3, scale=scale * 0.1),
+                randn(d_ff, d, seed=seed + 4, scale=scale * d_ff**-0.5),
+                randn(d, seed=seed + 5, scale=scale * 0.1))
 
     cases = [
-        Case((torch.tensor([[1.0, 0.0]], dtype=torch.float64),
-              torch.tensor([[2.0], [0.0]], dtype=torch.float64),
-              torch.tensor([[3.0], [0.0]], dtype=torch.float64),
-              torch.tensor([[1.0, -1.0]], dtype=torch.float64)), "by hand: SiLU(2)·3 = 5.2848"),
-        Case((randn(5, 4, seed=8), *weights(4, 12, 40)), "5 tokens, d_model = 4, d_ff = 12"),
-        Case((randn(2, 3, 6, seed=9), *weights(6, 16, 50)), "a batch (2, 3, 6)"),
+        Case((randn(1, 3, 4, seed=60, scale=2.0, shift=1.0), *params(4, 8, 61, zero=True)),
+             "zero weights: the block must be the identity"),
+        Case((randn(2, 5, 8, seed=70, scale=3.0), *params(8, 32, 71)), "(2, 5, 8), d_ff = 32"),
+        Case((randn(1, 1, 6, seed=80), *params(6, 12, 81)), "one token"),
     ]
-    return check_function(func, cases=cases, reference=_swiglu, name="swiglu",
-                          rtol=1e-9, atol=1e-12)
+    return check_function(_named_block_mistakes(func), cases=cases, reference=_pre_ln_block,
+                          name="pre_ln_block", rtol=1e-9, atol=1e-12)

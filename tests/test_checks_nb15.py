@@ -1,145 +1,141 @@
 """Notebook 15's checkers: right answers pass, plausible mistakes fail with a reason."""
 
+import math
+
 import numpy as np
+import torch
 from checker_table import right, table_test, wrong
 
 from course_utils.checks import nb15
 
 
-def rotate_pairs(x, pos, theta):
-    if len(x) % 2:
-        raise ValueError(f"d must be even, got {len(x)}")
-    c, s = np.cos(pos * theta), np.sin(pos * theta)
-    out = np.empty_like(x)
-    out[0::2] = x[0::2] * c - x[1::2] * s
-    out[1::2] = x[0::2] * s + x[1::2] * c
-    return out
+def rope_score_terms(q, k, phase_sign=1.0, with_phase=True):
+    a0, a1, b0, b1 = q[0::2], q[1::2], k[0::2], k[1::2]
+    amplitude = np.hypot(a0, a1) * np.hypot(b0, b1)
+    phase = phase_sign * (np.arctan2(b1, b0) - np.arctan2(a1, a0))
+    return amplitude, phase if with_phase else np.zeros_like(phase)
 
 
-def rope(x, pos, base=10000.0):
-    return rotate_pairs(x, pos, base ** (-np.arange(0, len(x), 2) / len(x)))
+def rope_score_terms_complex(q, k):  # q̄ k per pair, as complex numbers
+    product = np.conj(q[0::2] + 1j * q[1::2]) * (k[0::2] + 1j * k[1::2])
+    return np.abs(product), np.angle(product)
 
 
-def rope_by_matrix(x, pos, base=10000.0):  # the block-diagonal R_pos, built pair by pair
-    d = len(x)
-    if d % 2:
-        raise ValueError("odd d")
-    r = np.zeros((d, d))
-    for i in range(d // 2):
-        angle = pos * base ** (-2 * i / d)
-        r[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[np.cos(angle), -np.sin(angle)],
-                                               [np.sin(angle), np.cos(angle)]]
-    return r @ x
+def rope_score_as_dot(q, k):  # the dot product of the pairs, no phase
+    return q[0::2] * k[0::2] + q[1::2] * k[1::2], np.zeros(len(q) // 2)
 
 
-def rope_half_split(x, pos, base=10000.0):
-    d = len(x)
-    if d % 2:
-        raise ValueError("odd d")
-    theta = base ** (-np.arange(0, d, 2) / d)
-    c, s = np.cos(pos * theta), np.sin(pos * theta)
-    x1, x2 = x[: d // 2], x[d // 2:]
-    return np.concatenate([x1 * c - x2 * s, x1 * s + x2 * c])
-
-
-def rope_in_place(x, pos, base=10000.0):
-    x[:] = rope(x, pos, base)
-    return x
-
-
-def kv_bytes(n_layers, n_heads, n_kv_heads, head_dim, n_tokens, dtype):
-    return 2 * n_layers * n_kv_heads * head_dim * n_tokens * dtype.itemsize
-
-
-def top_p_probs(logits, temperature, top_p, inclusive=False, renormalise=True):
+def top_p_probs(logits, temperature, top_p):
     if not 0 < top_p <= 1:
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
     z = logits / temperature
     p = np.exp(z - z.max())
     p /= p.sum()
     order = np.argsort(-p, kind="stable")
-    total = np.cumsum(p[order]) - (0 if inclusive else p[order])  # up to / before each token
+    before = np.cumsum(p[order]) - p[order]
     keep = np.zeros(len(p), dtype=bool)
-    keep[order[(total <= top_p) if inclusive else (total < top_p)]] = True
+    keep[order[before < top_p]] = True
+    out = np.where(keep, p, 0.0)
+    return out / out.sum()
+
+
+def top_p_keep_first_only(logits, temperature, top_p):  # the NaN fixed, the off-by-one kept
+    z = logits / temperature
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    if not 0 < top_p <= 1:
+        raise ValueError("top_p")
+    order = np.argsort(-p, kind="stable")
+    keep = np.zeros(len(p), dtype=bool)
+    keep[order[np.cumsum(p[order]) <= top_p]] = True
     keep[order[0]] = True
     out = np.where(keep, p, 0.0)
-    return out / out.sum() if renormalise else out
+    return out / out.sum()
 
 
-def top_p_before_temperature(logits, temperature, top_p):
-    keep = top_p_probs(logits, 1.0, top_p) > 0
-    z = logits / temperature
-    p = np.where(keep, np.exp(z - z.max()), 0.0)
-    return p / p.sum()
+def gqa(q, k, v):
+    b, h_q, length, d = q.shape
+    h_kv = k.shape[1]
+    grouped = q.view(b, h_kv, h_q // h_kv, length, d)           # (B, H_kv, g, L, d)
+    scores = grouped @ k[:, :, None].transpose(-1, -2) / math.sqrt(d)
+    return (torch.softmax(scores, dim=-1) @ v[:, :, None]).reshape(b, h_q, length, d)
 
 
-def repeat_kv(k, n_heads):
-    if n_heads % k.shape[1]:
-        raise ValueError(f"{n_heads} query heads cannot share {k.shape[1]} KV heads")
-    return k.repeat_interleave(n_heads // k.shape[1], dim=1)
+def gqa_einsum(q, k, v):
+    b, h_q, length, d = q.shape
+    grouped = q.unflatten(1, (k.shape[1], -1))
+    scores = torch.einsum("bhgqd,bhkd->bhgqk", grouped, k) / math.sqrt(d)
+    return torch.einsum("bhgqk,bhkd->bhgqd", scores.softmax(-1), v).flatten(1, 2)
 
 
-def repeat_kv_by_expand(k, n_heads):
-    b, h, length, d = k.shape
-    if n_heads % h:
-        raise ValueError("not a multiple")
-    return k[:, :, None].expand(b, h, n_heads // h, length, d).reshape(b, n_heads, length, d)
+def gqa_repeat(q, k, v):
+    g = q.shape[1] // k.shape[1]
+    return torch.nn.functional.scaled_dot_product_attention(q, k.repeat_interleave(g, 1),
+                                                            v.repeat_interleave(g, 1))
 
 
-def repeat_kv_tiled(k, n_heads):  # heads 0, 1, 0, 1 instead of 0, 0, 1, 1
-    if n_heads % k.shape[1]:
-        raise ValueError("not a multiple")
-    return k.repeat(1, n_heads // k.shape[1], 1, 1)
+def gqa_index(q, k, v):
+    heads = [h // (q.shape[1] // k.shape[1]) for h in range(q.shape[1])]
+    scores = q @ k[:, heads].transpose(-1, -2) / math.sqrt(q.shape[-1])
+    return scores.softmax(-1) @ v[:, heads]
+
+
+def gqa_interleaved_groups(q, k, v):  # heads grouped 0, 1, 0, 1: a view, but the wrong one
+    b, h_q, length, d = q.shape
+    grouped = q.view(b, h_q // k.shape[1], k.shape[1], length, d).transpose(1, 2)
+    scores = grouped @ k[:, :, None].transpose(-1, -2) / math.sqrt(d)
+    out = torch.softmax(scores, dim=-1) @ v[:, :, None]
+    return out.transpose(1, 2).reshape(b, h_q, length, d)
+
+
+def gqa_unscaled(q, k, v):
+    b, h_q, length, d = q.shape
+    grouped = q.view(b, k.shape[1], -1, length, d)
+    scores = grouped @ k[:, :, None].transpose(-1, -2)
+    return (torch.softmax(scores, dim=-1) @ v[:, :, None]).reshape(b, h_q, length, d)
 
 
 ROWS = [
-    *right(nb15.check_rope, worked=rope, matrix=rope_by_matrix),
+    *right(nb15.check_kv_cache_70b, exact=40, in_bytes_divided=2 * 80 * 8 * 128 * 131072 * 2
+           / 2**30, rounded=41),
     *wrong(
-        nb15.check_rope,
-        wrong_direction=(lambda x, pos, base=10000.0: rope(x, -pos, base),
-                         "expected 0.8414709848078965, got -0.8414709848078965"),
-        half_split_layout=(rope_half_split, "d = 8 at position 3: values differ"),
-        theta_base_to_minus_i_over_d=(
-            lambda x, pos, base=10000.0: rotate_pairs(x, pos, base ** (-np.arange(len(x) // 2)
-                                                                       / len(x))),
-            "6 of 8 entries differ"),
-        no_rotation=(lambda x, pos, base=10000.0: rope(x, 0), "expected [0.54030231, 0.84147098]"),
-        changes_x=(rope_in_place, "changed its argument `x` in place"),
+        nb15.check_kv_cache_70b,
+        keys_only=(20, "expected about 40 (within 5%), got 20"),
+        query_heads=(320, "The 64 query heads do not count"),
+        float32=(80, "expected about 40"),
+        decimal_gigabytes=(42.9, "got 42.9"),
+        string=("40 GiB", "expected a number, got str"),
     ),
-    *right(nb15.check_kv_cache_bytes, worked=kv_bytes),
+    *right(nb15.check_rope_score_terms, worked=rope_score_terms, complex=rope_score_terms_complex),
     *wrong(
-        nb15.check_kv_cache_bytes,
-        forgets_values=(lambda n_l, n_h, n_kv, d, n, dt: kv_bytes(n_l, n_h, n_kv, d, n, dt) // 2,
-                        "expected 131072, got 65536"),
-        query_heads=(lambda n_l, n_h, n_kv, d, n, dt: kv_bytes(n_l, n_h, n_h, d, n, dt),
-                     "expected 131072, got 524288"),
-        bits=(lambda n_l, n_h, n_kv, d, n, dt: kv_bytes(n_l, n_h, n_kv, d, n, dt) * 8,
-              "expected 131072, got 1048576"),
-        kib=(lambda *args: kv_bytes(*args) / 1024, "expected an integer, got float 128.0"),
-        one_layer=(lambda n_l, n_h, n_kv, d, n, dt: kv_bytes(1, n_h, n_kv, d, n, dt),
-                   "expected 131072, got 4096"),
+        nb15.check_rope_score_terms,
+        phase_sign=(lambda q, k: rope_score_terms(q, k, phase_sign=-1.0),
+                    "the score is -sin Δ, so k's angle enters the phase: values differ"),
+        no_phase=(lambda q, k: rope_score_terms(q, k, with_phase=False),
+                  "the score is -sin Δ, so k's angle enters the phase: values differ"),
+        dot_per_pair=(rope_score_as_dot, "the score is -sin Δ"),
+        one_total=(lambda q, k: (q @ k, 0.0),
+                   "expected amplitudes and phases of shape (1,), one per pair"),
     ),
     *right(nb15.check_top_p, worked=top_p_probs),
     *wrong(
         nb15.check_top_p,
-        drops_the_crossing_token=(lambda z, t, p: top_p_probs(z, t, p, inclusive=True),
-                                  "expected [0.55555556, 0., 0.27777778, 0.16666667], got "
-                                  "[0.66666667, 0., 0.33333333, 0.]"),
-        not_renormalised=(lambda z, t, p: top_p_probs(z, t, p, renormalise=False),
-                          "got [0.5, 0., 0.25, 0.15]"),
-        top_p_before_temperature=(top_p_before_temperature,
-                                  "temperature 3 first: the flatter distribution needs 3 tokens"),
-        no_check=(lambda z, t, p: top_p_probs(z, t, min(max(p, 1e-9), 1.0)),
-                  "should raise ValueError"),
+        given=(nb15.top_p_given, "a confident model: 0.9 alone passes top_p = 0.5, and that one "
+               "token must stay: values differ: expected [1., 0., 0.], got [nan, nan, nan]"),
+        keep_first_only=(top_p_keep_first_only, "the 0.15 that crosses 0.8 stays: values differ"),
     ),
-    *right(nb15.check_repeat_kv, worked=repeat_kv, expand=repeat_kv_by_expand),
+    *right(nb15.check_gqa_attention, worked=gqa, einsum=gqa_einsum),
     *wrong(
-        nb15.check_repeat_kv,
-        tiled=(repeat_kv_tiled, "2 KV heads for 4 query heads: 0, 0, 1, 1: values differ"),
-        no_check=(lambda k, n: k.repeat_interleave(n // k.shape[1], dim=1),
-                  "should raise ValueError"),
-        not_repeated=(lambda k, n: k, "shape: expected (2, 4, 3, 4), got (2, 2, 3, 4)"),
-        float32=(lambda k, n: repeat_kv(k, n).float(), "dtype: expected torch.float64"),
+        nb15.check_gqa_attention,
+        repeat_interleave=(gqa_repeat, "it calls `repeat_interleave` on k or v: the rule is no "
+                           "copy of the K/V heads"),
+        index_heads=(gqa_index, "it picks heads of k or v by a list of indices"),
+        expand=(lambda q, k, v: gqa_repeat(q, k[:, :, None].expand(-1, -1, 2, -1, -1)
+                                           .flatten(1, 2), v),
+                "it calls `expand` on k or v"),
+        interleaved_groups=(gqa_interleaved_groups, "query heads 0, 1 read K/V head 0: values "
+                            "differ"),
+        unscaled=(gqa_unscaled, "values differ"),
     ),
 ]
 

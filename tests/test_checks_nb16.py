@@ -10,91 +10,146 @@ from course_utils import tiled
 from course_utils.checks import nb16
 
 
-def online_softmax_stats(x, start=-math.inf, rescale=True):
+def online_softmax_stats(chunks, start=-math.inf, rescale=True):
     m, ell = start, 0.0
-    for value in x:
-        m_new = max(m, float(value))
-        ell = ell * (math.exp(m - m_new) if rescale else 1.0) + math.exp(value - m_new)
+    for chunk in chunks:
+        m_new = max(m, float(chunk.max()))
+        ell = ell * (math.exp(m - m_new) if rescale else 1.0) + float(np.exp(chunk - m_new).sum())
         m = m_new
     return m, ell
 
 
-def online_softmax_stats_from_first(x):
-    values = iter(x)
-    m, ell = float(next(values)), 1.0
-    for value in values:
-        m, ell = tiled.merge_softmax_stats(m, ell, float(value), 1.0)
+def online_softmax_stats_by_merging(chunks):
+    m, ell = -math.inf, 0.0
+    for chunk in chunks:
+        m, ell = tiled.merge_softmax_stats(m, ell, *tiled.online_softmax_stats(chunk))
     return m, ell
 
 
-def two_passes(x):
-    m = max(x)
-    return float(m), sum(math.exp(value - m) for value in x)
+def online_softmax_stats_per_score(chunks):  # section 2's loop inside each chunk
+    m, ell = -math.inf, 0.0
+    for chunk in chunks:
+        for value in chunk:
+            m_new = max(m, float(value))
+            ell = ell * math.exp(m - m_new) + math.exp(float(value) - m_new)
+            m = m_new
+    return m, ell
 
 
-def as_array(x):
-    x = np.asarray(x, dtype=np.float64)
+def online_softmax_stats_in_logs(chunks):
+    m, lse = -math.inf, -math.inf                      # the max and log Σ e^x so far
+    for chunk in chunks:                               # each chunk is used before the next
+        m = max(m, float(chunk.max()))
+        lse = np.logaddexp(lse, np.logaddexp.reduce(chunk))   # never overflows
+    return m, float(np.exp(lse - m))                   # ℓ = Σ e^(x - m) = e^(lse - m)
+
+
+def two_passes_over_a_list(chunks):
+    kept = list(chunks)
+    m = max(float(c.max()) for c in kept)
+    return m, sum(float(np.exp(c - m).sum()) for c in kept)
+
+
+def concatenated(chunks):
+    x = np.concatenate(list(chunks))
     return float(x.max()), float(np.exp(x - x.max()).sum())
 
 
-def merge_partials(out1, lse1, out2, lse2):
-    lse = np.logaddexp(lse1, lse2)
-    safe = np.where(np.isneginf(lse), 0.0, lse)
-    return np.exp(lse1 - safe)[:, None] * out1 + np.exp(lse2 - safe)[:, None] * out2, lse
+def copied(chunks):
+    kept = [c.copy() for c in chunks]
+    m = max(float(c.max()) for c in kept)
+    return m, sum(float(np.exp(c - m).sum()) for c in kept)
 
 
-def merge_partials_nan_when_empty(out1, lse1, out2, lse2):
-    lse = np.logaddexp(lse1, lse2)
-    return np.exp(lse1 - lse)[:, None] * out1 + np.exp(lse2 - lse)[:, None] * out2, lse
+def read_twice(chunks):
+    m = max(float(c.max()) for c in chunks)
+    return m, sum(float(np.exp(c - m).sum()) for c in chunks)
 
 
-def merge_partials_naively(out1, lse1, out2, lse2):
-    w1, w2 = np.exp(lse1), np.exp(lse2)
-    return (w1[:, None] * out1 + w2[:, None] * out2) / (w1 + w2)[:, None], np.log(w1 + w2)
+def chunk_max_only(chunks):  # each chunk's sum against its own max, added without rescaling
+    m, ell = -math.inf, 0.0
+    for chunk in chunks:
+        ell += float(np.exp(chunk - chunk.max()).sum())
+        m = max(m, float(chunk.max()))
+    return m, ell
 
 
-def count_causal_tiles(lq, lk, block_q, block_k, align=None):
-    count = 0
-    for q_start in range(0, lq, block_q):
-        last_key = min(q_start + block_q, lq) - 1 + (lk - lq if align is None else align)
-        count += sum(1 for k_start in range(0, lk, block_k) if k_start <= last_key)
-    return count
-
-
-def block_forward(q, blocks, rescale_sum=True, rescale_out=True, lse_is_max=False):
+def causal_block_forward(q, q_start, blocks, stop=True, strict=False, rescale=True):
     q = q / math.sqrt(q.shape[1])
-    m, ell, acc = np.full(len(q), -np.inf), np.zeros(len(q)), 0.0
+    rows = q_start + np.arange(len(q))
+    m, ell, acc, k_start = np.full(len(q), -np.inf), np.zeros(len(q)), 0.0, 0
     for k, v in blocks:
-        s = q @ k.T
+        keys = k_start + np.arange(len(k))
+        allowed = keys[None, :] < rows[:, None] if strict else keys[None, :] <= rows[:, None]
+        s = np.where(allowed, q @ k.T, -np.inf)
         m_new = np.maximum(m, s.max(axis=1))
         p = np.exp(s - m_new[:, None])
-        alpha = np.exp(m - m_new)
-        ell = (alpha if rescale_sum else 1.0) * ell + p.sum(axis=1)
-        acc = (alpha[:, None] if rescale_out else 1.0) * acc + p @ v
+        alpha = np.exp(m - m_new) if rescale else 1.0
+        ell = alpha * ell + p.sum(axis=1)
+        acc = (alpha[:, None] if rescale else 1.0) * acc + p @ v
         m = m_new
-    return acc / ell[:, None], m if lse_is_max else m + np.log(ell)
+        k_start += len(k)
+        if stop and k_start > rows[-1]:
+            break
+    return acc / ell[:, None], m + np.log(ell)
 
 
-def block_forward_by_blocks(q, blocks):  # merging per-block attention, exercise 2's way
-    out, lse = None, None
+def causal_by_merging(q, q_start, blocks):  # exact attention per block, merged block by block
+    out, lse, k_start = None, None, 0
     for k, v in blocks:
-        part = tiled.tiled_attention_numpy(q, k, v, block_q=len(q), block_k=len(k))
-        out, lse = part if out is None else tiled.merge_attention_partials(out, lse, *part)
+        keys = k_start + np.arange(len(k))
+        s = q @ k.T / math.sqrt(q.shape[1])
+        s = np.where(keys[None, :] <= q_start + np.arange(len(q))[:, None], s, -np.inf)
+        m = s.max(axis=1)
+        safe = np.where(np.isneginf(m), 0.0, m)
+        p = np.exp(s - safe[:, None])
+        total = p.sum(axis=1)
+        part_out = np.divide(p @ v, total[:, None], out=np.zeros((len(q), v.shape[1])),
+                             where=total[:, None] > 0)
+        with np.errstate(divide="ignore"):
+            part_lse = safe + np.log(total)
+        if out is None:
+            out, lse = part_out, part_lse
+        else:
+            out, lse = tiled.merge_attention_partials(out, lse, part_out, part_lse)
+        k_start += len(k)
+        if k_start > q_start + len(q) - 1:
+            break
     return out, lse
 
 
-def block_forward_two_passes(q, blocks):
-    m = max(float((q @ k.T).max()) for k, _ in blocks)
-    return block_forward(q, blocks)[0], np.full(len(q), m)
+def causal_in_logs(q, q_start, blocks):
+    scaled = q / math.sqrt(q.shape[1])
+    rows = q_start + np.arange(len(q))[:, None]        # (B_q, 1): the queries' positions
+    lse = np.full(len(q), -np.inf)                     # log-sum-exp of the keys seen so far
+    out = 0.0                                          # attention over the keys seen so far
+    first = 0                                          # position of the block's first key
+    for k_blk, v_blk in blocks:
+        cols = first + np.arange(len(k_blk))[None, :]  # (1, B_k): the keys' positions
+        scores = np.where(cols <= rows, scaled @ k_blk.T, -np.inf)
+        new_lse = np.logaddexp(lse, np.logaddexp.reduce(scores, axis=1))
+        # the old output carries weight e^(lse - new_lse); each new key e^(score - new_lse)
+        out = np.exp(lse - new_lse)[:, None] * out + np.exp(scores - new_lse[:, None]) @ v_blk
+        lse = new_lse
+        first += len(k_blk)
+        if first > rows[-1, 0]:                        # the next block is wholly in the future
+            break
+    return out, lse
 
 
-def block_forward_without_max(q, blocks):
-    q = q / math.sqrt(q.shape[1])
-    num, den = 0.0, 0.0
+def causal_concatenated(q, q_start, blocks):  # every block kept, then one softmax
+    kept, seen = [], 0
     for k, v in blocks:
-        p = np.exp(q @ k.T)
-        num, den = num + p @ v, den + p.sum(axis=1)
-    return num / den[:, None], np.log(den)
+        kept.append((k, v))
+        seen += len(k)
+        if seen > q_start + len(q) - 1:
+            break
+    k = np.concatenate([k for k, _ in kept])
+    v = np.concatenate([v for _, v in kept])
+    s = q @ k.T / math.sqrt(q.shape[1])
+    s = np.where(np.arange(len(k))[None, :] <= q_start + np.arange(len(q))[:, None], s, -np.inf)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return p @ v / p.sum(axis=1, keepdims=True), s.max(axis=1) + np.log(p.sum(axis=1))
 
 
 def tile_backward(q, k, v, out, lse, grad_out, d_term=True, scale_q=True, tile_softmax=False):
@@ -117,73 +172,63 @@ def tile_backward_exp_then_divide(q, k, v, out, lse, grad_out):
 
 ROWS = [
     *right(nb16.check_online_softmax_stats, worked=online_softmax_stats,
-           from_first=online_softmax_stats_from_first),
+           by_merging=online_softmax_stats_by_merging, per_score=online_softmax_stats_per_score,
+           in_logs=online_softmax_stats_in_logs),
     *wrong(
         nb16.check_online_softmax_stats,
-        two_passes=(two_passes, "it reads x a second time: x is a stream that can be read once"),
-        as_an_array=(as_array, "it turns x into an array"),
+        two_passes_over_a_list=(two_passes_over_a_list, "it uses a chunk after the next one "
+                                "arrived: chunks is read once, one chunk at a time, each in the "
+                                "same reused buffer, so a kept chunk goes stale"),
+        concatenated=(concatenated, "it uses a chunk after the next one arrived"),
+        copied=(copied, "it copies a chunk to keep it: chunks is read once"),
+        read_twice=(read_twice, "it reads chunks a second time: chunks is read once"),
         starts_at_zero=(lambda x: online_softmax_stats(x, start=0.0),
                         "all negative: m starts at -inf, not 0: m: values differ: expected -3.0, "
                         "got 0.0"),
         no_rescale=(lambda x: online_softmax_stats(x, rescale=False),
-                    "increasing: the max changes every step: ℓ: values differ"),
-        log_of_sum=(lambda x: (lambda m, ell: (m, math.log(ell)))(*online_softmax_stats(x)),
-                    "ℓ: values differ"),
+                    "the max rises with every chunk: rescale ℓ: ℓ: values differ"),
+        chunk_max_only=(chunk_max_only, "the max rises with every chunk: rescale ℓ: ℓ: values "
+                        "differ"),
     ),
-    *right(nb16.check_merge_partials, course_utils=tiled.merge_attention_partials,
-           worked=merge_partials),
+    *right(nb16.check_skipped_tiles, exact=28),
     *wrong(
-        nb16.check_merge_partials,
-        nan_when_both_empty=(merge_partials_nan_when_empty,
-                             "a row empty in both parts: out 0 and lse -inf, not NaN: out: values "
-                             "differ"),
-        average=(lambda out1, lse1, out2, lse2: ((out1 + out2) / 2, np.logaddexp(lse1, lse2)),
-                 "three rows, one with log-sum-exp 900: out: values differ"),
-        overflows=(merge_partials_naively, "[nan, nan, nan, nan]]; 4 of 12 entries differ (4 are "
-                   "nan), the worst at [2, 0]: expected -1.5244078842009887, got nan (it warned: "
-                   "overflow encountered in exp)"),
-        forgets_lse=(lambda *args: (merge_partials(*args)[0], np.maximum(args[1], args[3])),
-                     "equal halves: same out, lse + log 2: lse: values differ: expected "
-                     "[1.19314718], got [0.5]"),
+        nb16.check_skipped_tiles,
+        half=(128, "expected about 28 (within 0.5), got 128"),
+        square_triangle=(496, "got 496"),
+        top_left=(228, "Half the tiles go only when the queries start at position 0"),
+        visited=(228, "got 228"),
     ),
-    *right(nb16.check_count_causal_tiles, worked=count_causal_tiles),
+    *right(nb16.check_decode_intensity, one=1, exact=2 * 4096**2 / ((4096**2 + 2 * 4096) * 2)),
     *wrong(
-        nb16.check_count_causal_tiles,
-        top_left=(lambda *args: count_causal_tiles(*args, align=0),
-                  "Lq < Lk: bottom-right alignment: values differ"),
-        about_half=(lambda lq, lk, bq, bk: math.ceil(lq / bq) * math.ceil(lk / bk) // 2,
-                    "8×8 in 2×2 tiles: 10 of 16: values differ: expected 10, got 8"),
-        triangle_formula=(lambda lq, lk, bq, bk: (n := math.ceil(lq / bq)) * (n + 1) / 2,
-                          "8×8 in 2×2 tiles: 10 of 16: expected an integer, got float 10.0"),
+        nb16.check_decode_intensity,
+        per_number=(2, "expected about 0.999512 (within 10%), got 2"),
+        matmul=(4096 / 3, "got 1365.33"),
+        float32=(0.5, "got 0.5"),
     ),
-]
-
-ROWS += [
-    *right(nb16.check_block_forward, worked=block_forward, merging_blocks=block_forward_by_blocks),
+    *right(nb16.check_causal_block_forward, worked=causal_block_forward,
+           by_merging=causal_by_merging, in_logs=causal_in_logs),
     *wrong(
-        nb16.check_block_forward,
-        no_rescale=(lambda q, b: block_forward(q, b, rescale_sum=False, rescale_out=False),
-                    "the max rises in every block: rescale ℓ and the output: out: values differ"),
-        forgets_the_output=(lambda q, b: block_forward(q, b, rescale_out=False),
-                            "the max rises in every block: rescale ℓ and the output: out: "
-                            "values differ"),
-        lse_is_max=(lambda q, b: block_forward(q, b, lse_is_max=True),
-                    "3 queries, 12 keys in blocks of 4: lse: values differ"),
-        two_passes=(block_forward_two_passes,
-                    "it reads blocks a second time: blocks is a stream that can be read once"),
-        without_max=(block_forward_without_max, "scores near 1000, the last block shorter: no "
-                     "overflow: out: values differ"),
+        nb16.check_causal_block_forward,
+        reads_every_block=(lambda *a: causal_block_forward(*a, stop=False),
+                           "it reads key block 3 (keys 12 on), which lies wholly after the last "
+                           "query (position 11): a causal loop stops before it"),
+        concatenated=(causal_concatenated, "it uses a block after the next one arrived: blocks is "
+                      "read once"),
+        strict_mask=(lambda *a: causal_block_forward(*a, strict=True),
+                     "queries 0-3: only the diagonal block, masked inside: out: values differ"),
+        no_rescale=(lambda *a: causal_block_forward(*a, rescale=False),
+                    "the max rises in every block: rescale ℓ and the accumulator: out: values "
+                    "differ"),
     ),
     *right(nb16.check_tile_backward, worked=tile_backward),
     *wrong(
         nb16.check_tile_backward,
+        given=(nb16.tile_backward_given, "the second of two key tiles: the tile holds only some "
+               "of each row's keys: dq: values differ"),
         missing_d=(lambda *a: tile_backward(*a, d_term=False),
                    "one tile holding every key: the whole gradient: dq: values differ"),
         missing_scale=(lambda *a: tile_backward(*a, scale_q=False),
                        "one tile holding every key: the whole gradient: dq: values differ"),
-        tile_softmax=(lambda *a: tile_backward(*a, tile_softmax=True),
-                      "the second of two key tiles: P = exp(S - lse), not a softmax over the "
-                      "tile: dq: values differ"),
         exp_then_divide=(tile_backward_exp_then_divide,
                          "scores near 800: exp(S) alone overflows: dq: values differ"),
     ),

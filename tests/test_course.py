@@ -79,7 +79,8 @@ class TestNotebook:
 
     def test_kernelspec_and_imports_course_utils(self, path):
         nb = load(path)
-        assert nb.metadata["kernelspec"]["name"] == "python3"
+        # exactly what JupyterLab writes, or every notebook shows as modified when it opens
+        assert nb.metadata["kernelspec"] == nbtools.KERNELSPEC, "kernelspec differs: `make sync`"
         assert any("course_utils" in c.source for c in code_cells(nb)[1:])
 
     def test_executed_in_order_without_stderr_or_errors(self, path):

@@ -1,6 +1,6 @@
 """The parts every notebook shares, generated in one place; and the scaffold of a new notebook.
 
-    python tools/notebooks.py sync                           # rewrite badges and setup cells
+    python tools/notebooks.py sync                 # rewrite badges, setup cells and kernelspecs
     python tools/notebooks.py new 17_snake_case "Title" ["what you will see"]
 
 ``sync``: the address lives only in pyproject.toml ([project.urls] Repository);
@@ -28,6 +28,9 @@ NOTEBOOKS = ROOT / "notebooks"
 BADGE_RE = re.compile(r"\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)")
 STEM_RE = re.compile(r"^\d\d_[a-z0-9]+(_[a-z0-9]+)*$")
 MAP_ROW_RE = re.compile(r"^\| \d\d \|.*$", re.M)  # a row of a course map: "| 07 | ... |"
+# The kernelspec JupyterLab writes for ipykernel's kernel: any other display name, and every
+# notebook shows as modified the moment it opens.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
 def repository_url() -> str:
@@ -54,8 +57,10 @@ import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    source = os.environ.get("COURSE_UTILS_SOURCE", "git+{repository_url()}")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
+    default = "git+{repository_url()}"
+    source = os.environ.get("COURSE_UTILS_SOURCE", default)
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", source]
+    subprocess.run(pip, check=True)
     importlib.invalidate_caches()'''
 
 
@@ -64,14 +69,17 @@ def notebook_paths() -> list[Path]:
 
 
 def sync(path: Path) -> bool:
-    """Rewrite the badge (cell 1) and the setup cell (cell 2) of one notebook; True if changed."""
+    """Rewrite the badge (cell 1), the setup cell (cell 2) and the kernelspec of one notebook;
+    True if changed."""
     nb = nbformat.read(path, as_version=4)
     first, second = nb.cells[0], nb.cells[1]
     new_first = BADGE_RE.sub(lambda _: badge(path.name), first.source)
     new_second = setup_cell_source()
-    if (new_first, new_second) == (first.source, second.source):
+    old = (first.source, second.source, nb.metadata.get("kernelspec"))
+    if old == (new_first, new_second, KERNELSPEC):
         return False
     first.source, second.source = new_first, new_second
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nbformat.write(nb, path)
     return True
 
@@ -321,8 +329,7 @@ def scaffold_notebook(path: Path, title: str) -> nbformat.NotebookNode:
     """The notebook: title and badge, setup cell, preamble, one section, exercises, summary."""
     checks = f"nb{path.name[:2]}"
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata["language_info"] = {"name": "python"}
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     nb.cells = [

@@ -64,8 +64,22 @@ def test_the_scaffold_passes_the_course_tests_and_nbval(repo):
         cwd=repo, env=env(repo), capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
     for ran in ("::Cell", f"test_exercises_have_solutions_and_stubs[{STEM}",  # "::Cell": nbval
-                f"test_worked_solution_passes_its_checker[{NUMBER}-3]", "test_checker[relu-stub]",
+                f"test_worked_solution_passes_its_checker[{NUMBER}-3]",
+                "test_checker[sum_to_1000-stub]", "test_checker[sum_of_squares-stub]",
                 "test_readme_maps_every_notebook", "test_contributing_maps_every_notebook"):
+        assert ran in done.stdout, f"{ran} did not run"
+
+
+def test_the_scaffold_passes_the_exercise_and_prose_rules(repo):
+    """Its exercises have kinds, the hint ladder and no copied solution; its text passes the
+    prose lints (figure sentence, box continuation, line lengths)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests/test_exercises.py",
+         "tests/test_prose.py", "-k", f"[{NUMBER}] or [{NUMBER}- or -{NUMBER}]"],
+        cwd=repo, env=env(repo), capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
+    for ran in (f"test_exercises_follow_the_rules[{NUMBER}]",
+                f"test_worked_solution_is_not_a_copy[{NUMBER}-3]"):
         assert ran in done.stdout, f"{ran} did not run"
 
 

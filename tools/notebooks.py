@@ -7,7 +7,7 @@
 tests/test_course.py fails when a notebook's badge or setup cell disagrees with this module.
 
 ``new``: the next notebook, its checker module ``course_utils/checks/nbNN.py`` and its checker
-test ``tests/test_checks_nbNN.py``, with three warm-up exercises to replace; its row in the course
+test ``tests/test_checks_nbNN.py``, with three exercises to replace (practice, predict, derive); its row in the course
 maps of README.md, notebook 00 and CONTRIBUTING.md; then ``make notebooks NB=…`` executes it.
 ``make test`` passes at once. CONTRIBUTING.md ("Adding a notebook") says what to write next.
 """
@@ -89,79 +89,88 @@ def sync(path: Path) -> bool:
 
 @dataclass(frozen=True)
 class Exercise:
-    """A warm-up exercise: ``def name(args)`` checked by ``nbNN.check_<name>``."""
+    """A scaffolded exercise of ``kind``: a stub (``stub``, the checker's argument) checked by
+    ``nbNN.check_<name>``, a hint ladder and a worked solution."""
 
+    kind: str
     heading: str
     name: str
-    args: str
+    stub: str  # the cell's code before the checker call
     statement: str
-    hint: str
-    solution: str  # the function's body
+    hints: tuple[str, str]
+    solution: str  # the code before the checker call
+    argument: str = ""  # what the checker is given (default: the function ``name``)
 
     def cells(self, number: int, checks: str) -> list[nbformat.NotebookNode]:
         """Exercise ``number``: the statement, the stub with its call to the checker module
-        ``checks``, and the hint and solution blocks."""
-        check = f"{checks}.check_{self.name}({self.name})"
-        solution = (f"import numpy as np\nfrom course_utils.checks import {checks}\n\n\n"
-                    f"def {self.name}({self.args}):\n{self.solution}\n\n\n{check}\n")
+        ``checks``, the two hints and the solution, each in its own collapsed block."""
+        check = f"{checks}.check_{self.name}({self.argument or self.name})"
+        solution = (f"import numpy as np\nfrom course_utils.checks import {checks}\n\n"
+                    f"{self.solution}\n\n{check}\n")
+        blocks = [f"<details><summary>Hint {i}</summary>\n\n{hint}\n\n</details>"
+                  for i, hint in enumerate(self.hints, 1)]
+        blocks.append(f"<details><summary>Solution</summary>\n\n```python\n{solution}```\n\n"
+                      "</details>")
         return [
             nbformat.v4.new_markdown_cell(
-                f"### Exercise {number}: {self.heading}\n\n{self.statement}"),
-            nbformat.v4.new_code_cell(
-                f"def {self.name}({self.args}):\n"
-                f"    raise NotImplementedError  # your code here\n\n\n{check}"),
-            nbformat.v4.new_markdown_cell(
-                f"<details><summary>Hint</summary>\n\n{self.hint}\n\n</details>\n\n"
-                f"<details><summary>Solution</summary>\n\n```python\n{solution}```\n\n</details>"),
+                f"### Exercise {number} ({self.kind}): {self.heading}\n\n{self.statement}"),
+            nbformat.v4.new_code_cell(f"{self.stub}\n\n{check}"),
+            nbformat.v4.new_markdown_cell("\n\n".join(blocks)),
         ]
 
 
 EXERCISES = [
     Exercise(
-        "the mean", "mean", "x",
+        "practice", "the mean", "mean",
+        "def mean(x):\n    raise NotImplementedError  # your code here\n",
         "Write `mean(x)` returning the mean $\\bar x = \\frac{1}{n}\\sum_{i=1}^{n} x_i$ of a 1-D "
         "array as a float (also for integers), and raising `ValueError` for an empty array, "
         "whose mean would be $0/0$.",
-        "Check `x.size` first, then divide `np.sum(x)` by it.",
+        ("An empty array has no mean: test for it before dividing.",
+         "`x.size` is the number of entries; `np.sum(x)` their total."),
+        "def mean(x):\n"
         "    x = np.asarray(x, dtype=np.float64)\n"
         "    if x.size == 0:\n"
         '        raise ValueError("x must not be empty: its mean would be 0/0")\n'
-        "    return float(np.sum(x) / x.size)",
+        "    return float(np.sum(x) / x.size)\n",
     ),
     Exercise(
-        "the dot product", "dot", "a, b",
-        "Write `dot(a, b)` returning $a \\cdot b = \\sum_i a_i b_i$ as a float, and raising "
-        "`ValueError` when `a` and `b` differ in length.",
-        "Compare the lengths before multiplying; `np.sum(a * b)` does the rest.",
-        "    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)\n"
-        "    if a.shape != b.shape:\n"
-        '        raise ValueError(f"a and b differ in length: {len(a)} and {len(b)}")\n'
-        "    return float(np.sum(a * b))",
+        "predict", "the sum up to 1000", "sum_to_1000",
+        "answer = ...  # your number\n",
+        "Without running anything, write down $1 + 2 + \\dots + 1000$ as `answer`.",
+        ("Section 1 pairs the first number with the last.",
+         "There are $1000/2$ pairs, each adding up to $1001$."),
+        "answer = 1000 * 1001 // 2\n",
+        argument="answer",
     ),
     Exercise(
-        "ReLU", "relu", "x",
-        "Write `relu(x)` returning $\\max(0, x)$ entry by entry, as a new float array of the "
-        "same shape: the caller's `x` must not change.",
-        "`np.maximum` compares entry by entry and returns a new array.",
-        "    return np.maximum(np.asarray(x, dtype=np.float64), 0.0)",
+        "derive", "the sum of the squares", "sum_of_squares",
+        "def sum_of_squares(n):\n    raise NotImplementedError  # your code here\n",
+        "The sum of the squares $1^2 + 2^2 + \\dots + n^2$ is a polynomial of degree 3 in $n$. "
+        "Find it (compute the first few sums and fit, or guess and prove by induction) and "
+        "write `sum_of_squares(n)` returning it as an integer, with no loop and no sum over "
+        "$k$. The checker compares it with the sum for $n = 1 \\dots 200$.",
+        ("A polynomial of degree 3 is fixed by four values: $n = 0, 1, 2, 3$ give 0, 1, 5, 14.",
+         "It has the factors $n$ and $n + 1$, like section 1's formula, and one more."),
+        "def sum_of_squares(n):\n    return n * (n + 1) * (2 * n + 1) // 6\n",
     ),
 ]
 
 INTRO = """\
 *Scaffolded by `tools/notebooks.py new`: replace this paragraph with why the topic matters for
-Transformers, the section and the warm-up exercises below with the notebook's own, and follow
+Transformers, the section and the exercises below with the notebook's own, and follow
 CONTRIBUTING.md.*
 
 You will learn:
 
 - the pattern every section follows, on the sum $1 + 2 + \\dots + n$;
-- three warm-ups with automatic checkers: a mean, a dot product and ReLU."""
+- three exercises with automatic checkers: a mean, a prediction and a derivation."""
 
 PREAMBLE = """\
 import matplotlib.pyplot as plt
 import numpy as np
 
-from course_utils import env
+from course_utils import env, plotting
 from course_utils.checks import nbNN
 
 rng = env.setup_notebook(seed=0)  # seeds everything; rounded printing; figure style"""
@@ -192,20 +201,25 @@ ax.plot(n, np.cumsum(n), "o", label="1 + 2 + ... + n, added up")
 ax.plot(n, n * (n + 1) / 2, label="n(n + 1)/2")
 ax.set(xlabel="n", ylabel="sum", title="The sum grows like n²/2")
 ax.legend()
-plt.show()"""
+plotting.show()"""
+
+PICTURE_TEXT = """\
+What to see: the added-up sums sit exactly on the curve $n(n + 1)/2$, which bends upwards like
+$n^2/2$."""
 
 SUMMARY = """\
 ## Summary
 
 - Each section goes: the idea in words → the formula → the smallest example → the code → a check
   that the math holds → a picture; here, $\\sum_{k=1}^{n} k = n(n + 1)/2$ for $n$ up to 100.
-- Each exercise gives a stub, a checker that says what is wrong, a hint and a worked solution.
+- Each exercise gives a stub, a checker that says what is wrong, two hints and a worked
+  solution.
 
 This is the last notebook of the course. [Back to the start: 00 start here](00_start_here.ipynb)"""
 
 CHECKS = '''\
-"""Checkers for notebook NN's warm-up exercises (scaffolded by tools/notebooks.py: replace them
-with the notebook's own)."""
+\"\"\"Checkers for notebook NN's exercises (scaffolded by tools/notebooks.py: replace them with
+the notebook's own).\"\"\"
 
 from __future__ import annotations
 
@@ -213,15 +227,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from course_utils.checks import Case, CheckResult, check_function
+from course_utils.checks import Case, CheckResult, check_function, check_number, exercise
 
 
 def _mean(x: np.ndarray) -> float:
     return float(np.mean(x))
 
 
+@exercise("practice")
 def check_mean(func: Callable[[np.ndarray], float]) -> CheckResult:
-    """``func(x)`` must return the mean of ``x`` as a float, and raise ValueError when empty."""
+    \"\"\"``func(x)`` must return the mean of ``x`` as a float, and raise ValueError when empty.\"\"\"
     cases = [
         Case((np.array([1.0, 2.0, 3.0, 6.0]),), "[1, 2, 3, 6] -> 3.0"),
         Case((np.array([5]),), "one integer: [5] -> 5.0"),
@@ -231,38 +246,28 @@ def check_mean(func: Callable[[np.ndarray], float]) -> CheckResult:
     return check_function(func, cases=cases, reference=_mean, name="mean")
 
 
-def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.dot(a, b))
+@exercise("predict")
+def check_sum_to_1000(answer: float) -> CheckResult:
+    \"\"\"``answer`` must be 1 + 2 + ... + 1000 = 500500, exactly.\"\"\"
+    return check_number(answer, 500500, name="sum_to_1000", label="1 + 2 + ... + 1000",
+                        rtol=0.0, explanation="500 pairs (1 + 1000, 2 + 999, ...) of 1001 each: "
+                        "1000 * 1001 / 2 = 500500")
 
 
-def check_dot(func: Callable[[np.ndarray, np.ndarray], float]) -> CheckResult:
-    """``func(a, b)`` must return the dot product as a float, and raise ValueError when the
-    lengths differ."""
-    cases = [
-        Case((np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])), "[1, 2, 3]·[4, 5, 6] = 32"),
-        Case((np.array([1.0, 0.0]), np.array([0.0, 1.0])), "perpendicular vectors: 0"),
-        Case((np.array([2, -3]), np.array([4, 1])), "integers: [2, -3]·[4, 1] = 5.0"),
-        Case((np.ones(3), np.ones(2)), "lengths 3 and 2", raises=ValueError),
-    ]
-    return check_function(func, cases=cases, reference=_dot, name="dot")
+def _sum_of_squares(n: int) -> int:
+    return sum(k * k for k in range(1, n + 1))
 
 
-def _relu(x: np.ndarray) -> np.ndarray:
-    return np.maximum(np.asarray(x, dtype=np.float64), 0.0)
-
-
-def check_relu(func: Callable[[np.ndarray], np.ndarray]) -> CheckResult:
-    """``func(x)`` must return max(0, x) entry by entry as a new float64 array."""
-    cases = [
-        Case((np.array([-2.0, -0.5, 0.0, 1.5]),), "[-2, -0.5, 0, 1.5] -> [0, 0, 0, 1.5]"),
-        Case((np.array([[1.0, -1.0], [-3.0, 4.0]]),), "a matrix keeps its shape"),
-        Case((np.array([3, -1]),), "integers in, floats out: [3, -1] -> [3.0, 0.0]"),
-    ]
-    return check_function(func, cases=cases, reference=_relu, name="relu")
+@exercise("derive")
+def check_sum_of_squares(func: Callable[[int], int]) -> CheckResult:
+    \"\"\"``func(n)`` must return 1 + 4 + ... + n² as an integer for n = 1 ... 200.\"\"\"
+    cases = [Case((n,), f"n = {n}") for n in (1, 2, 3, 10, 57, 200)]
+    return check_function(func, cases=cases, reference=_sum_of_squares, name="sum_of_squares",
+                          exact_dtype=True)
 '''
 
 CHECKS_TEST = '''\
-"""Notebook NN's checkers: right answers pass, plausible mistakes fail with a reason."""
+\"\"\"Notebook NN's checkers: right answers pass, plausible mistakes fail with a reason.\"\"\"
 
 import numpy as np
 from checker_table import right, table_test, wrong
@@ -277,17 +282,6 @@ def mean(x):
     return float(np.sum(x) / x.size)
 
 
-def dot(a, b):
-    if len(a) != len(b):
-        raise ValueError("a and b must have the same length")
-    return float(sum(x * y for x, y in zip(a, b, strict=True)))
-
-
-def relu_in_place(x):
-    x[x < 0] = 0
-    return x
-
-
 ROWS = [
     *right(nbNN.check_mean, worked=mean),
     *wrong(
@@ -296,19 +290,17 @@ ROWS = [
         median=(np.median, "expected 3.0, got 2.5"),
         no_empty_check=(np.mean, "should raise ValueError, returned nan"),
     ),
-    *right(nbNN.check_dot, worked=dot, numpy=lambda a, b: float(np.dot(a, b))),
+    *right(nbNN.check_sum_to_1000, worked=500500),
     *wrong(
-        nbNN.check_dot,
-        sum_times_sum=(lambda a, b: float(np.sum(a) * np.sum(b)), "expected 32.0, got 90.0"),
-        zip_truncates=(lambda a, b: float(sum(x * y for x, y in zip(a, b, strict=False))),
-                       "should raise ValueError, returned 2.0"),
+        nbNN.check_sum_to_1000,
+        n_squared_over_2=(1000**2 // 2, "expected about 500500"),
+        one_too_many=(1001 * 1002 // 2, "got 501501"),
     ),
-    *right(nbNN.check_relu, worked=lambda x: np.maximum(np.asarray(x, dtype=np.float64), 0.0),
-           where=lambda x: np.where(x > 0, x, 0.0)),
+    *right(nbNN.check_sum_of_squares, worked=lambda n: n * (n + 1) * (2 * n + 1) // 6),
     *wrong(
-        nbNN.check_relu,
-        absolute_value=(np.abs, "expected [0., 0., 0., 1.5], got [2., 0.5, 0., 1.5]"),
-        in_place=(relu_in_place, "changed its argument `x` in place"),
+        nbNN.check_sum_of_squares,
+        cube_over_3=(lambda n: n**3 // 3, "n = 2: values differ: expected 5, got 2"),
+        float_division=(lambda n: n * (n + 1) * (2 * n + 1) / 6, "expected an integer"),
     ),
 ]
 
@@ -336,6 +328,7 @@ def scaffold_notebook(path: Path, title: str) -> nbformat.NotebookNode:
         md(f"# {title}\n\n{badge(path.name)}\n\n{INTRO}"),
         code(setup_cell_source()),
         code(PREAMBLE.replace("nbNN", checks)), md(SECTION), code(SECTION_CODE), code(PICTURE),
+        md(PICTURE_TEXT),
         md("## Exercises"),
         *[cell for number, ex in enumerate(EXERCISES, 1) for cell in ex.cells(number, checks)],
         md(SUMMARY),

@@ -3,7 +3,6 @@
 import math
 
 import numpy as np
-import scipy.special
 import torch
 from checker_table import right, table_test, wrong
 from torch.utils.flop_counter import FlopCounterMode
@@ -42,35 +41,56 @@ def decoder_masks_by_loops(tgt_mask, src_mask):
     return self_mask, cross_mask
 
 
-def cross_attention(x, memory, w_q, w_k, w_v, kv_from=None, scale=True, stable=True):
-    if x.shape[-1] != memory.shape[-1]:
-        raise ValueError(f"x has {x.shape[-1]} features but memory has {memory.shape[-1]}")
-    source = memory if kv_from is None else kv_from(x, memory)
-    q, k, v = x @ w_q, source @ w_k, source @ w_v
-    scores = q @ k.T / (np.sqrt(q.shape[-1]) if scale else 1.0)
-    if not stable:
-        return np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True) @ v
-    return scipy.special.softmax(scores, axis=-1) @ v
+def given_decoder_masks(tgt_mask, src_mask, diagonal=1, padding_axis="queries"):
+    # the notebook's buggy function, and its half-fixed versions
+    (b, t), s = tgt_mask.shape, src_mask.shape[1]
+    causal = torch.ones(t, t, dtype=torch.bool).tril(diagonal=diagonal)
+    padding = tgt_mask[:, :, None] if padding_axis == "queries" else tgt_mask[:, None, :]
+    return causal & padding, src_mask[:, None, :].expand(b, t, s)
 
 
-def swiglu_ffn(d_model, d_ff, multiple_of, share=2, rounding="up", floor=True, matrices=3):
-    width = share * d_ff // 3 if floor else math.ceil(share * d_ff / 3)
-    if rounding == "up":
-        width = -(-width // multiple_of) * multiple_of
-    elif rounding == "down":
-        width = width // multiple_of * multiple_of
-    elif rounding == "always":  # one multiple more even when the width is one already
-        width = (width // multiple_of + 1) * multiple_of
-    return width, matrices * d_model * width
+def big_model_millions(attentions_per_decoder_layer=2, embeddings=1, biases=True):
+    d, d_ff = 1024, 4096
+    attn = 4 * d * d + (4 * d if biases else 0)
+    ffn = 2 * d * d_ff + (d_ff + d if biases else 0)
+    norm = 2 * d if biases else 0
+    layers_ = 6 * (attn + ffn + 2 * norm) + 6 * (attentions_per_decoder_layer * attn + ffn
+                                                  + 3 * norm)
+    return (layers_ + embeddings * 37_000 * d) / 1e6
 
 
-def swiglu_ffn_by_search(d_model, d_ff, multiple_of):
-    width = 0
-    while 3 * d_model * (width + 1) <= 2 * d_model * d_ff:  # one more still fits
-        width += 1
-    while width % multiple_of:
-        width += 1
-    return width, 3 * d_model * width
+def rnn_jacobian(s0, xs, w_h, w_x, transpose=False, state="new", order="forward"):
+    s, factors = s0, []
+    for x_t in xs:
+        new = np.tanh(s @ w_h + x_t @ w_x)
+        slope = 1 - (new if state == "new" else s) ** 2  # tanh'(a) = 1 - tanh(a)^2
+        factors.append(w_h * slope[None, :])              # W_h diag(1 - s_t^2)
+        s = new
+    m = np.eye(len(s0))
+    for factor in factors if order == "forward" else factors[::-1]:
+        m = m @ factor
+    return m.T if transpose else m
+
+
+def rnn_jacobian_by_perturbation(s0, xs, w_h, w_x, h=1e-6):
+    def run(s):
+        for x_t in xs:
+            s = np.tanh(s @ w_h + x_t @ w_x)
+        return s
+
+    rows = [(run(s0 + h * e) - run(s0 - h * e)) / (2 * h) for e in np.eye(len(s0))]
+    return np.array(rows)  # row i: how s_N moves when s_0[i] moves
+
+
+def rnn_jacobian_by_autograd(s0, xs, w_h, w_x):
+    w_h, w_x, xs = (torch.from_numpy(a) for a in (w_h, w_x, xs))
+
+    def run(s):
+        for x_t in xs:
+            s = torch.tanh(s @ w_h + x_t @ w_x)
+        return s
+
+    return torch.autograd.functional.jacobian(run, torch.from_numpy(s0)).numpy().T
 
 
 def decoder_layer_flops(t, s, d, d_ff, kv_length=None, cross=True, ffn_matrices=2,
@@ -95,63 +115,65 @@ def decoder_layer_flops_counted(t, s, d, d_ff):
 
 
 ROWS = [
-    *right(nb13.check_decoder_masks, worked=decoder_masks, loops=decoder_masks_by_loops),
+    *right(nb13.check_decoder_masks, worked=decoder_masks, loops=decoder_masks_by_loops,
+           given_fixed=lambda t, s: given_decoder_masks(t, s, diagonal=0, padding_axis="keys")),
     *wrong(
         nb13.check_decoder_masks,
+        as_given=(given_decoder_masks, "self_mask lets query 0 read key 1 > 0: the decoder sees "
+                  "a target token it has to predict"),
+        diagonal_fixed_only=(lambda t, s: given_decoder_masks(t, s, diagonal=0),
+                             "self_mask: values differ in 2 of 18 entries of shape (2, 3, 3)"),
+        padding_fixed_only=(lambda t, s: given_decoder_masks(t, s, padding_axis="keys"),
+                            "self_mask lets query 0 read key 1 > 0"),
         causal_cross=(lambda t, s: decoder_masks(t, s, causal_cross=True),
                       "T = S = 4, no padding: cross-attention is still not causal: cross_mask: "
                       "values differ in 12 of 32 entries of shape (2, 4, 4)"),
         no_target_padding=(lambda t, s: decoder_masks(t, s, key_padding=None),
-                           "T = 3, S = 5, padding in the second target and the first source: "
-                           "self_mask: values differ in 1 of 18 entries of shape (2, 3, 3), "
-                           "the first at [1, 2, 2]; the worst at [1, 2, 2]: expected False, "
-                           "got True"),
+                           "self_mask lets query 2 of sentence 1 read key 2, a padded target "
+                           "token: padding must be masked along the key axis"),
+        no_source_padding=(lambda t, s: (decoder_masks(t, s)[0],
+                                         torch.ones(t.shape[0], t.shape[1], s.shape[1],
+                                                    dtype=torch.bool)),
+                           "cross_mask lets target position 0 of sentence 0 read source key 3, "
+                           "a padded source token"),
         padded_queries=(lambda t, s: decoder_masks(t, s, key_padding="queries"),
                         "self_mask: values differ in 2 of 18 entries of shape (2, 3, 3), the "
                         "first at [1, 2, 0]"),
         upper_triangle=(lambda t, s: decoder_masks(t, s, upper=True),
-                        "self_mask: values differ in 10 of 18 entries"),
+                        "self_mask lets query 0 read key 1 > 0"),
         broadcast_only=(lambda t, s: decoder_masks(t, s, expand=False),
                         "cross_mask: shape: expected (2, 3, 5), got (2, 1, 5)"),
         pytorch_convention=(lambda t, s: tuple(~m for m in decoder_masks(t, s)),
-                            "T = 1: one target position: self_mask: values differ: expected "
-                            "[[[True]]], got [[[False]]]"),
+                            "self_mask lets query 0 read key 1 > 0"),
         swapped=(lambda t, s: decoder_masks(t, s)[::-1],
                  "self_mask: shape: expected (2, 3, 3), got (2, 3, 5)"),
         integers=(lambda t, s: tuple(m.long() for m in decoder_masks(t, s)),
                   "self_mask: dtype: expected torch.bool, got torch.int64"),
     ),
-    *right(nb13.check_cross_attention, worked=cross_attention),
+    *right(nb13.check_big_model_parameters, formula=big_model_millions(),
+           paper_rounded_up=214.0, no_biases=big_model_millions(biases=False)),
     *wrong(
-        nb13.check_cross_attention,
-        self_attention=(lambda *args: cross_attention(*args, kv_from=lambda x, m: x),
-                        "T = 3, S = 5: values differ"),
-        unscaled=(lambda *args: cross_attention(*args, scale=False), "T = 3, S = 5: values differ"),
-        naive_softmax=(lambda *args: cross_attention(*args, stable=False),
-                       "large scores: the softmax must not overflow: values differ"),
+        nb13.check_big_model_parameters,
+        one_attention_per_decoder_layer=(big_model_millions(attentions_per_decoder_layer=1),
+                                         "expected about 214.245 (within 0.5), got 189.05"),
+        three_embeddings=(big_model_millions(embeddings=3), "got 290.021"),
+        no_embedding=(big_model_millions(embeddings=0), "got 176.357"),
+        paper=(213, "got 213"),
+        in_parameters=(big_model_millions() * 1e6, "got 2.14245e+08"),
+        a_string=("214", "expected a number, got str"),
     ),
-    *right(nb13.check_swiglu_ffn, worked=swiglu_ffn, search=swiglu_ffn_by_search),
+    *right(nb13.check_rnn_jacobian, worked=rnn_jacobian, perturbation=rnn_jacobian_by_perturbation,
+           autograd=rnn_jacobian_by_autograd),
     *wrong(
-        nb13.check_swiglu_ffn,
-        relu_width=(lambda *args: swiglu_ffn(*args, share=3),
-                    "LLaMA-7B: d_ff = 11,008: width: values differ: expected 11008, got 16384"),
-        not_rounded=(lambda *args: swiglu_ffn(*args, rounding=None),
-                     "width: values differ: expected 11008, got 10922"),
-        rounded_down=(lambda *args: swiglu_ffn(*args, rounding="down"),
-                      "width: values differ: expected 11008, got 10752"),
-        one_multiple_too_many=(lambda *args: swiglu_ffn(*args, rounding="always"),
-                               "2/3 of 3072 = 2048 is a multiple of 256 already: width: values "
-                               "differ: expected 2048, got 2304"),
-        ceiling=(lambda *args: swiglu_ffn(*args, floor=False),
-                 "the base model's FFN, no rounding: 2/3 of 2048 is not whole: width: values "
-                 "differ: expected 1365, got 1366"),
-        two_matrices=(lambda *args: swiglu_ffn(*args, matrices=2),
-                      "parameters: values differ: expected 135266304, got 90177536"),
-        float_width=(lambda d, d_ff, m: (math.ceil(2 * d_ff / 3 / m) * m * 1.0,
-                                         3 * d * math.ceil(2 * d_ff / 3 / m) * m),
-                     "width: expected an integer, got float 11008.0"),
-        a_list=(lambda *args: list(swiglu_ffn(*args)),
-                "expected a tuple of 2 items (width, parameters), got list"),
+        nb13.check_rnn_jacobian,
+        column_convention=(lambda *args: rnn_jacobian(*args, transpose=True),
+                           "five steps, d = 4: this is the transpose"),
+        previous_state=(lambda *args: rnn_jacobian(*args, state="old"),
+                        "one step, d = 3: values differ"),
+        backward_order=(lambda *args: rnn_jacobian(*args, order="backward"),
+                        "five steps, d = 4: values differ"),
+        no_tanh_slope=(lambda s0, xs, w_h, w_x: np.linalg.matrix_power(w_h, len(xs)),
+                       "a large W_h: tanh saturates: values differ"),
     ),
     *right(nb13.check_decoder_layer_flops, worked=decoder_layer_flops,
            counted=decoder_layer_flops_counted),

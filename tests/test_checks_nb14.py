@@ -1,11 +1,13 @@
 """Notebook 14's checkers: right answers pass, plausible mistakes fail with a reason."""
 
+import math
+
 import torch
 import torch.nn.functional as F
 from checker_table import right, table_test, wrong
 
 from course_utils.checks import nb14
-from course_utils.training import sequence_loss, warmup_lr
+from course_utils.training import sequence_loss
 
 
 def pad_and_mask(sequences, pad_id, dtype=torch.long, mask_dtype=torch.bool):
@@ -35,21 +37,42 @@ def left_padded(sequences, pad_id):
     return padded.flip(-1), mask.flip(-1)  # also reverses the tokens
 
 
-def masked_cross_entropy(logits, targets, pad_id, log_p=torch.log_softmax, divide_by_all=False):
-    picked = log_p(logits, dim=-1).gather(-1, targets[..., None])[..., 0]
-    real = targets != pad_id
-    return -(picked[real]).sum() / (targets.numel() if divide_by_all else real.sum())
+def train(model, batches, lr, order="right", make_optimizer=None):
+    optimizer = (make_optimizer or (lambda p: torch.optim.SGD(p, lr=lr)))(model.parameters())
+    losses = []
+    for x, y in batches:
+        if order == "right":
+            optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        if order == "between":  # the notebook's bug: the gradients are gone before step()
+            optimizer.zero_grad()
+        optimizer.step()
+        if order == "after":  # also right: the next backward() starts from zero
+            optimizer.zero_grad()
+        losses.append(loss.item())
+    return losses
 
 
-def masked_cross_entropy_marking_targets(logits, targets, pad_id):
-    targets[targets == pad_id] = -100  # PyTorch's ignore_index, written into the caller's targets
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+class _ZeroingSGD(torch.optim.SGD):
+    def __init__(self, model, lr):  # zero_grad through the model instead of the optimizer
+        super().__init__(model.parameters(), lr=lr)
+        self.model = model
+
+    def zero_grad(self, set_to_none=True):
+        self.model.zero_grad()
 
 
-def noam_lr(step, d_model, warmup, pick=min, check=True):
-    if check and step < 1:
-        raise ValueError(f"step must be at least 1, got {step}")
-    return d_model**-0.5 * pick(step**-0.5 if step else 0.0, step * warmup**-1.5)
+def train_by_hand(model, batches, lr):
+    losses = []
+    for x, y in batches:
+        loss = F.cross_entropy(model(x), y)
+        grads = torch.autograd.grad(loss, list(model.parameters()))  # fresh, never accumulated
+        with torch.no_grad():
+            for p, g in zip(model.parameters(), grads, strict=True):
+                p -= lr * g
+        losses.append(loss.item())
+    return losses
 
 
 def smoothed_cross_entropy(logits, targets, pad_id, eps, log_p=torch.log_softmax, spread="mean",
@@ -100,27 +123,28 @@ ROWS = [
         left_padded=(left_padded, "three lengths, pad 0: padded: values differ"),
         pads_the_input=(pad_in_place, "changed its argument `sequences` in place"),
     ),
-    *right(nb14.check_masked_cross_entropy, course_utils=sequence_loss, worked=masked_cross_entropy,
-           torch=lambda z, t, pad: F.cross_entropy(z.flatten(0, 1), t.flatten(), ignore_index=pad)),
+    *right(nb14.check_untrained_loss, estimate=math.log(43) + 0.5, measured=4.24),
     *wrong(
-        nb14.check_masked_cross_entropy,
-        counts_padding=(lambda *args: masked_cross_entropy(*args, divide_by_all=True),
-                        "padding at the ends of rows: values differ"),
-        log_of_softmax=(lambda *args: masked_cross_entropy(
-            *args, log_p=lambda z, dim: torch.log(torch.softmax(z, dim=dim))),
-                        "large logits: log_softmax, not log(softmax): values differ: expected "
-                        "112.5989990234375, got inf"),
-        a_float=(lambda *args: masked_cross_entropy(*args).item(),
-                 "expected a torch.Tensor, got float"),
-        marks_targets=(masked_cross_entropy_marking_targets,
-                       "changed its argument `targets` in place"),
+        nb14.check_untrained_loss,
+        log_v=(math.log(43), "expected about 4.2423 (within 2%), got 3.7612"),
+        log_v_plus_variance=(math.log(43) + 1, "got 4.7612"),
+        log2=(math.log2(43), "got 5.42626"),
+        a_tensor=(torch.tensor(4.24), "expected a number, got torch.Tensor"),
     ),
-    *right(nb14.check_noam_lr, course_utils=warmup_lr, worked=noam_lr),
+    *right(nb14.check_train, worked=lambda *a: train(*a), zero_after_step=lambda *a: train(
+        *a, order="after"), by_hand=train_by_hand,
+           model_zero_grad=lambda m, b, lr: train(m, b, lr, order="right",
+                                                  make_optimizer=lambda p: _ZeroingSGD(m, lr))),
     *wrong(
-        nb14.check_noam_lr,
-        uses_max=(lambda *args: noam_lr(*args, pick=max), "the first step: values differ"),
-        no_check=(lambda *args: noam_lr(*args, check=False),
-                  "step 0 does not exist: should raise ValueError, returned 0.0"),
+        nb14.check_train,
+        as_given=(lambda *a: train(*a, order="between"), "the weights never moved, so the loss "
+                  "cannot fall"),
+        never_zeroed=(lambda *a: train(*a, order="never"), "the gradients add up from step to "
+                      "step: backward() adds (+=) into .grad"),
+        adam=(lambda m, b, lr: train(m, b, lr, make_optimizer=lambda p: torch.optim.Adam(p, lr)),
+              "6 batches, lr 0.5: losses: values differ"),
+        tensors=(lambda *a: [torch.tensor(v) for v in train(*a)][:-1],
+                 "losses: shape: expected (6,), got (5,)"),
     ),
     *right(nb14.check_smoothed_cross_entropy, worked=smoothed_cross_entropy,
            from_q=smoothed_cross_entropy_from_q, torch=smoothed_cross_entropy_by_torch,
@@ -134,7 +158,7 @@ ROWS = [
         eps_per_token=(lambda *args: smoothed_cross_entropy(*args, spread="sum"),
                        "the paper's eps = 0.1, padding at the ends of rows: values differ"),
         counts_padding=(lambda *args: smoothed_cross_entropy(*args, divide_by_all=True),
-                        "eps = 0: exercise 2's loss: values differ"),
+                        "eps = 0: section 4's loss: values differ"),
         ignores_eps=(lambda logits, targets, pad_id, eps: smoothed_cross_entropy(
             logits, targets, pad_id, 0.0), "eps = 1: the target is uniform: values differ"),
         log_of_softmax=(lambda *args: smoothed_cross_entropy(

@@ -1,14 +1,24 @@
-"""Checkers for notebook 13's exercises (decoder masks, cross-attention, SwiGLU width, FLOPs)."""
+"""Checkers for notebook 13's exercises (the decoder's masks, the big model's size, the RNN's
+Jacobian, a decoder layer's FLOPs)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from course_utils import attention
-from course_utils.checks import Case, CheckResult, check_function
+from course_utils.checks import (
+    Case,
+    CheckResult,
+    RuleBroken,
+    check_function,
+    check_number,
+    exercise,
+    wraps_answer,
+)
 
 
 def _decoder_masks(tgt_mask: torch.Tensor, src_mask: torch.Tensor
@@ -22,10 +32,49 @@ def _lengths(lengths: list[int], longest: int) -> torch.Tensor:
     return attention.padding_mask(lengths, longest)
 
 
+def _mask_problem(got: Any, tgt_mask: torch.Tensor, src_mask: torch.Tensor) -> str | None:
+    """Name the leak in a pair of masks of the right shapes, or None (then values decide)."""
+    if not (isinstance(got, tuple) and len(got) == 2):
+        return None
+    self_mask, cross_mask = got
+    (b, t), s = tgt_mask.shape, src_mask.shape[1]
+    if isinstance(self_mask, torch.Tensor) and self_mask.dtype == torch.bool \
+            and self_mask.shape == (b, t, t):
+        future = self_mask & ~attention.causal_mask(t, t)
+        if future.any():
+            i, j = (int(k) for k in future.nonzero()[0][1:])
+            return (f"self_mask lets query {i} read key {j} > {i}: the decoder sees a target "
+                    "token it has to predict (look at the diagonal the triangle starts from)")
+        padded = self_mask & ~tgt_mask[:, None, :]
+        if padded.any():
+            n, i, j = (int(k) for k in padded.nonzero()[0])
+            return (f"self_mask lets query {i} of sentence {n} read key {j}, a padded target "
+                    "token: padding must be masked along the key axis (the last one)")
+    if isinstance(cross_mask, torch.Tensor) and cross_mask.dtype == torch.bool \
+            and cross_mask.shape == (b, t, s):
+        padded = cross_mask & ~src_mask[:, None, :]
+        if padded.any():
+            n, i, j = (int(k) for k in padded.nonzero()[0])
+            return (f"cross_mask lets target position {i} of sentence {n} read source key {j}, "
+                    "a padded source token")
+    return None
+
+
+@exercise("debug")
 def check_decoder_masks(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> CheckResult:
     """``func(tgt_mask, src_mask)``: padding masks (B, T) and (B, S), True = real token, to the
     boolean masks (True = may attend) of the decoder's self-attention, causal and without padded
-    keys, (B, T, T), and of its cross-attention, without padded source keys, (B, T, S)."""
+    keys, (B, T, T), and of its cross-attention, without padded source keys, (B, T, S). A mask
+    that lets a query read the future or a padded key is named as such."""
+
+    @wraps_answer(func)
+    def watched(tgt_mask: torch.Tensor, src_mask: torch.Tensor) -> Any:
+        got = func(tgt_mask.clone(), src_mask.clone())
+        problem = _mask_problem(got, tgt_mask, src_mask)
+        if problem:
+            raise RuleBroken(problem)
+        return got
+
     cases = [
         Case((_lengths([3, 2], 3), _lengths([3, 5], 5)),
              "T = 3, S = 5, padding in the second target and the first source"),
@@ -35,59 +84,84 @@ def check_decoder_masks(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) 
         Case((_lengths([1], 1), _lengths([3], 6)), "T = 1: one target position"),
         Case((_lengths([5, 3], 5), _lengths([2, 1], 2)), "T = 5 > S = 2"),
     ]
-    return check_function(func, cases=cases, reference=_decoder_masks, name="decoder_masks",
+    return check_function(watched, cases=cases, reference=_decoder_masks, name="decoder_masks",
                           names=("self_mask", "cross_mask"), exact_dtype=True)
 
 
-def _cross_attention(x, memory, w_q, w_k, w_v):
-    if x.shape[-1] != memory.shape[-1]:
-        raise ValueError("x and memory must have the same number of features")
-    q, k, v = (torch.from_numpy(a) for a in (x @ w_q, memory @ w_k, memory @ w_v))
-    return attention.scaled_dot_product_attention(q, k, v)[0].numpy()
+def _big_model_millions() -> float:
+    d, d_ff, n_layers, vocab = 1024, 4096, 6, 37_000
+    attn, ffn, norm = 4 * d * d + 4 * d, 2 * d * d_ff + d_ff + d, 2 * d
+    return (n_layers * (attn + ffn + 2 * norm) + n_layers * (2 * attn + ffn + 3 * norm)
+            + vocab * d) / 1e6
 
 
-def check_cross_attention(func: Callable[..., np.ndarray]) -> CheckResult:
-    """``func(x, memory, w_q, w_k, w_v)``: one head, Q from x, K and V from memory."""
+@exercise("predict")
+def check_big_model_parameters(answer: Any) -> CheckResult:
+    """``answer``: the parameters of the paper's big model (d_model 1024, 16 heads, d_ff 4096,
+    6 + 6 layers, one shared 37,000 × 1024 embedding), in millions, within 0.5 M."""
+    explanation = (
+        "Section 6's formula with d = 1024, d_ff = 4096: an attention sublayer has 4·1024² + "
+        "4·1024 = 4,198,400 parameters, a feed-forward network 8,393,728, a LayerNorm 2,048; six "
+        "encoder layers (A + F + 2 LN) 75.58 M, six decoder layers (2 A + F + 3 LN, two "
+        "attentions each) 100.78 M, the shared embedding 37,000 · 1024 = 37.89 M: 214.25 M. The "
+        "16 heads change nothing (they split d_model), and the biases and norms are under 0.1%. "
+        "Doubling d roughly quadruples the layers (d² terms) but only doubles the embedding. "
+        "Table 3 of the paper lists 213 M."
+    )
+    return check_number(answer, _big_model_millions(), name="big_model_parameters",
+                        label="the big model's parameters, in millions", explanation=explanation,
+                        rtol=0.0, atol=0.5)
+
+
+def _rnn_jacobian(s0: np.ndarray, xs: np.ndarray, w_h: np.ndarray, w_x: np.ndarray
+                  ) -> np.ndarray:
+    """Autograd's ∂s_N/∂s_0, laid out as the row convention's M[i, j] = ∂s_N[j]/∂s_0[i]."""
+    w_h_t, w_x_t, xs_t = (torch.from_numpy(np.asarray(a, dtype=np.float64))
+                          for a in (w_h, w_x, xs))
+
+    def run(s: torch.Tensor) -> torch.Tensor:
+        for x_t in xs_t:
+            s = torch.tanh(s @ w_h_t + x_t @ w_x_t)
+        return s
+
+    start = torch.from_numpy(np.asarray(s0, dtype=np.float64))
+    if len(xs_t) == 0:
+        return np.eye(len(start))
+    return torch.autograd.functional.jacobian(run, start).numpy().T
+
+
+@exercise("derive")
+def check_rnn_jacobian(func: Callable[..., np.ndarray]) -> CheckResult:
+    """``func(s0, xs, w_h, w_x)``: for s_t = tanh(s_{t−1} W_h + x_t W_x), the (d, d) matrix M with
+    δs_N = δs_0 M, M[i, j] = ∂s_N[j]/∂s_0[i]; compared with autograd. Its transpose (the column
+    convention's Jacobian) is named as such."""
     rng = np.random.default_rng(13)
-    d, d_k, d_v = 6, 4, 3
 
-    def weights():
-        return (rng.normal(size=(d, d_k)), rng.normal(size=(d, d_k)), rng.normal(size=(d, d_v)))
+    def case(d: int, m: int, n: int, scale: float = 1.0) -> tuple[np.ndarray, ...]:
+        return (0.5 * rng.normal(size=d), rng.normal(size=(n, m)),
+                scale * rng.normal(size=(d, d)) / np.sqrt(d), rng.normal(size=(m, d)) / np.sqrt(m))
+
+    @wraps_answer(func)
+    def watched(s0: np.ndarray, xs: np.ndarray, w_h: np.ndarray, w_x: np.ndarray) -> Any:
+        got = func(s0.copy(), xs.copy(), w_h.copy(), w_x.copy())
+        want = _rnn_jacobian(s0, xs, w_h, w_x)
+        have = np.asarray(got) if isinstance(got, np.ndarray) else None
+        if have is not None and have.shape == want.shape and not np.allclose(have, want) \
+                and np.allclose(have.T, want, rtol=1e-6, atol=1e-9):
+            raise RuleBroken("this is the transpose: the course's rows need M[i, j] = "
+                             "∂s_N[j]/∂s_0[i], so that δs_N = δs_0 M (row vector on the left)")
+        return got
 
     cases = [
-        Case((rng.normal(size=(3, d)), rng.normal(size=(5, d)), *weights()), "T = 3, S = 5"),
-        Case((rng.normal(size=(4, d)), rng.normal(size=(4, d)), *weights()),
-             "T = S = 4, memory differs from x"),
-        Case((rng.normal(size=(1, d)), rng.normal(size=(2, d)), *weights()), "T = 1"),
-        Case((30 * rng.normal(size=(2, d)), 30 * rng.normal(size=(3, d)), *weights()),
-             "large scores: the softmax must not overflow"),
-        Case((rng.normal(size=(2, d)), rng.normal(size=(3, d + 1)), *weights()),
-             "feature sizes of x and memory differ", raises=ValueError),
+        Case(case(3, 3, 1), "one step, d = 3"),
+        Case(case(4, 4, 5), "five steps, d = 4"),
+        Case(case(4, 2, 6), "inputs of size 2, state of size 4: W_x is (2, 4)"),
+        Case(case(5, 5, 8, scale=3.0), "a large W_h: tanh saturates"),
+        Case((np.zeros(3), np.zeros((0, 3)), np.eye(3), np.eye(3)),
+             "no steps at all: s_N = s_0, the identity"),
     ]
-    return check_function(func, cases=cases, reference=_cross_attention, name="cross_attention")
-
-
-def _swiglu_ffn(d_model: int, d_ff: int, multiple_of: int) -> tuple[int, int]:
-    width = 2 * d_ff // 3  # the largest w with 3·d·w <= 2·d·d_ff
-    width = -(-width // multiple_of) * multiple_of  # rounded up to a multiple
-    return width, 3 * d_model * width
-
-
-def check_swiglu_ffn(func: Callable[[int, int, int], tuple[int, int]]) -> CheckResult:
-    """``func(d_model, d_ff, multiple_of)`` = ``(width, parameters)``: the width of the bias-free
-    SwiGLU FFN with the most weights not above a bias-free ReLU FFN of width d_ff, ⌊2·d_ff/3⌋,
-    rounded up to a multiple of ``multiple_of``, and its 3·d_model·width weights."""
-    cases = [
-        Case((4096, 16_384, 256), "LLaMA-7B: d_ff = 11,008", expected=(11_008, 135_266_304)),
-        Case((5120, 20_480, 256), "LLaMA-13B"),
-        Case((8192, 32_768, 256), "LLaMA-65B"),
-        Case((512, 2048, 1), "the base model's FFN, no rounding: 2/3 of 2048 is not whole"),
-        Case((768, 3072, 256), "2/3 of 3072 = 2048 is a multiple of 256 already"),
-        Case((64, 96, 1), "d_ff = 1.5·d_model"),
-        Case((8, 32, 64), "a multiple larger than the width itself"),
-    ]
-    return check_function(func, cases=cases, reference=_swiglu_ffn, name="swiglu_ffn",
-                          names=("width", "parameters"), rtol=0, atol=0)
+    return check_function(watched, cases=cases, reference=_rnn_jacobian, name="rnn_jacobian",
+                          rtol=1e-6, atol=1e-9)
 
 
 def _decoder_layer_flops(t: int, s: int, d: int, d_ff: int) -> int:
@@ -96,6 +170,7 @@ def _decoder_layer_flops(t: int, s: int, d: int, d_ff: int) -> int:
     return self_attention + cross_attention + 4 * t * d * d_ff
 
 
+@exercise("extend")
 def check_decoder_layer_flops(func: Callable[[int, int, int, int], int]) -> CheckResult:
     """``func(t, s, d, d_ff)``: the FLOPs of the matrix products of one decoder layer (batch 1,
     2·m·k·n per product), 12·T·d² + 4·S·d² + 4·T²·d + 4·T·S·d + 4·T·d·d_ff, a Python int."""

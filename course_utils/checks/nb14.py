@@ -1,12 +1,22 @@
-"""Checkers for notebook 14's exercises (padding, padded loss, warm-up, label smoothing)."""
+"""Checkers for notebook 14's exercises (padding, the untrained loss, a training loop whose loss
+does not fall, label smoothing)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from course_utils.checks import Case, CheckResult, check_function
+from course_utils.checks import (
+    Case,
+    CheckResult,
+    RuleBroken,
+    check_function,
+    check_number,
+    exercise,
+    wraps_answer,
+)
 
 
 def _pad_and_mask(sequences: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -17,6 +27,7 @@ def _pad_and_mask(sequences: list[list[int]], pad_id: int) -> tuple[torch.Tensor
     return padded, torch.arange(padded.shape[1])[None, :] < lengths[:, None]
 
 
+@exercise("practice")
 def check_pad_and_mask(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> CheckResult:
     """``func(sequences, pad_id)`` = (right-padded int64 (B, L_max), bool mask True = real)."""
     cases = [
@@ -31,40 +42,98 @@ def check_pad_and_mask(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -
                           names=("padded", "mask"))
 
 
-def _masked_ce(logits: torch.Tensor, targets: torch.Tensor, pad_id: int) -> torch.Tensor:
-    from course_utils.training import sequence_loss
+@exercise("predict")
+def check_untrained_loss(answer: Any) -> CheckResult:
+    """``answer``: the mean cross-entropy, in nats, of logits drawn independently from N(0, 1)
+    over V = 43 tokens, whatever the target: E[logsumexp(z)] ≈ 4.242, within 2%."""
+    explanation = (
+        "The loss is -log p_y = logsumexp(z) - z_y. The target's own logit z_y averages 0, so "
+        "what is left is the mean of log(sum of e^z_v). If every logit were 0 that would be "
+        "log 43 = 3.761, the uniform guess; random logits raise it, because the largest e^z_v "
+        "dominate the sum: the sum averages 43·E[e^z] = 43·e^(1/2) (the mean of e^z for a "
+        "standard normal z), so the loss is about log V + σ²/2 = 4.261, and measured over 20 "
+        "million positions 4.242. Section 6's untrained model, with logits of standard deviation "
+        "about 0.9, shows the same effect: log V + 0.9²/2 ≈ 4.17, against 4.18 measured."
+    )
+    return check_number(answer, _UNTRAINED_LOSS, name="untrained_loss",
+                        label="the loss of random N(0, 1) logits over 43 tokens",
+                        explanation=explanation, rtol=0.02)
 
-    return sequence_loss(logits, targets, pad_id)
+
+_UNTRAINED_LOSS = 4.2423  # E[logsumexp(z)], z of 43 N(0, 1) draws: 2·10⁷ samples, ± 0.0002
 
 
-def check_masked_cross_entropy(func: Callable[..., torch.Tensor]) -> CheckResult:
-    """``func(logits (B, T, V), targets (B, T), pad_id)``: mean CE over non-pad targets."""
-    g = torch.Generator().manual_seed(14)
-    logits = torch.randn(3, 4, 6, generator=g)
-    targets = torch.tensor([[1, 2, 3, 0], [4, 0, 0, 0], [5, 5, 1, 2]])
+def _train_reference(model: torch.nn.Module, batches: list, lr: float, zero: bool = True
+                     ) -> list[float]:
+    import torch.nn.functional as F
+
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for x, y in batches:
+        if zero:
+            optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def _problem(seed: int, steps: int) -> tuple[torch.nn.Linear, list]:
+    """A linear classifier (float64, 5 features, 3 classes) and ``steps`` batches of 16 points
+    labelled by a fixed linear teacher: the same for a ``seed``."""
+    g = torch.Generator().manual_seed(seed)
+    model = torch.nn.Linear(5, 3, dtype=torch.float64)
+    with torch.no_grad():
+        model.weight.copy_(0.1 * torch.randn(3, 5, generator=g, dtype=torch.float64))
+        model.bias.zero_()
+    teacher = torch.randn(5, 3, generator=g, dtype=torch.float64)
+    batches = []
+    for _ in range(steps):
+        x = torch.randn(16, 5, generator=g, dtype=torch.float64)
+        batches.append((x, (x @ teacher).argmax(-1)))
+    return model, batches
+
+
+def _run(train: Callable[..., Any], seed: int, steps: int, lr: float
+         ) -> tuple[torch.Tensor, torch.Tensor]:
+    model, batches = _problem(seed, steps)
+    losses = train(model, batches, lr)
+    return (torch.tensor([float(v) for v in losses], dtype=torch.float64),
+            model.weight.detach().clone())
+
+
+@exercise("debug")
+def check_train(func: Callable[..., list[float]]) -> CheckResult:
+    """``func(model, batches, lr)``: one SGD step per ``(x, y)`` batch on the cross-entropy of
+    ``model(x)``, returning the list of losses (floats). Compared, losses and final weights, with
+    a correct loop; a loop whose weights never move, or whose gradients add up across steps, is
+    named as such."""
+
+    @wraps_answer(func)
+    def watched(seed: int, steps: int, lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+        losses, weight = _run(func, seed, steps, lr)
+        if torch.equal(weight, _problem(seed, steps)[0].weight.detach()):
+            raise RuleBroken("the weights never moved, so the loss cannot fall: step() found no "
+                             "gradient to use (what runs between backward() and step()?)")
+        right = _run(_train_reference, seed, steps, lr)
+        if losses.shape == right[0].shape and not torch.allclose(losses, right[0]):
+            summed = _run(lambda m, b, r: _train_reference(m, b, r, zero=False), seed, steps, lr)
+            if torch.allclose(losses, summed[0]):
+                raise RuleBroken("the gradients add up from step to step: backward() adds (+=) "
+                                 "into .grad, so each step must start from zero, before "
+                                 "backward()")
+        return losses, weight
+
     cases = [
-        Case((logits, targets, 0), "padding at the ends of rows"),
-        Case((logits, targets.clamp(min=1), 0), "no padding: the plain mean"),
-        Case((logits, targets, 5), "pad id 5 (then 0 is a real token)"),
-        Case((100 * logits, targets, 0), "large logits: log_softmax, not log(softmax)"),
+        Case((0, 6, 0.5), "6 batches, lr 0.5"),
+        Case((1, 10, 0.1), "10 batches, lr 0.1"),
+        Case((2, 1, 0.5), "one batch: the first loss is the untrained one"),
+        Case((3, 8, 1.0), "8 batches, lr 1.0"),
     ]
-    return check_function(func, cases=cases, reference=_masked_ce, name="masked_cross_entropy",
-                          rtol=1e-5, atol=1e-6)
-
-
-def check_noam_lr(func: Callable[[int, int, int], float]) -> CheckResult:
-    """``func(step, d_model, warmup)`` = d^(−1/2) · min(step^(−1/2), step · warmup^(−3/2))."""
-    from course_utils.training import warmup_lr
-
-    cases = [
-        Case((1, 512, 4000), "the first step"),
-        Case((2000, 512, 4000), "half-way through warm-up"),
-        Case((4000, 512, 4000), "the peak"),
-        Case((100_000, 512, 4000), "long after the peak"),
-        Case((50, 32, 100), "a small model"),
-        Case((0, 512, 4000), "step 0 does not exist", raises=ValueError),
-    ]
-    return check_function(func, cases=cases, reference=warmup_lr, name="noam_lr", rtol=1e-9)
+    return check_function(watched, cases=cases, reference=lambda *a: _run(_train_reference, *a),
+                          name="train", names=("losses", "final weight"), rtol=1e-9,
+                          atol=1e-12)
 
 
 def _smoothed_ce(logits: torch.Tensor, targets: torch.Tensor, pad_id: int,
@@ -74,6 +143,7 @@ def _smoothed_ce(logits: torch.Tensor, targets: torch.Tensor, pad_id: int,
     return sequence_loss(logits, targets, pad_id, label_smoothing=eps)
 
 
+@exercise("extend")
 def check_smoothed_cross_entropy(func: Callable[..., torch.Tensor]) -> CheckResult:
     """``func(logits (B, T, V), targets (B, T), pad_id, eps)``: the mean over non-pad positions of
     H(q, softmax(z)) with q = (1 − ε)·onehot(y) + ε/V, that is (1 − ε)·(−log p_y) + ε·mean_v(−log
@@ -83,7 +153,7 @@ def check_smoothed_cross_entropy(func: Callable[..., torch.Tensor]) -> CheckResu
     targets = torch.tensor([[1, 2, 3, 0], [4, 0, 0, 0], [5, 5, 1, 2]])
     cases = [
         Case((logits, targets, 0, 0.1), "the paper's eps = 0.1, padding at the ends of rows"),
-        Case((logits, targets, 0, 0.0), "eps = 0: exercise 2's loss"),
+        Case((logits, targets, 0, 0.0), "eps = 0: section 4's loss"),
         Case((logits, targets, 0, 1.0), "eps = 1: the target is uniform"),
         Case((logits, targets, 5, 0.1), "pad id 5 (then 0 is a real token)"),
         Case((100 * logits, targets, 0, 0.1), "large logits: log_softmax, not log(softmax)"),

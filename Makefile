@@ -3,9 +3,11 @@
 #   make test       unit tests + every notebook executed by nbval, outputs compared, then the
 #                   notebooks again at a lower SIMD level, and every notebook run as on Colab
 #   make notebooks  re-execute every notebook in place from a fresh kernel (refreshes outputs)
+#   make site       the course as a static website in build/site, from the stored outputs (offline)
 #   make lint       ruff over the package, tests, tools, benchmarks and notebooks; mypy over
 #                   the package
 #   make explore    the property tests with fresh random examples (make test's are fixed)
+#   make glossary   notebooks/glossary.md from the concept registry notebooks/concepts.toml
 #   make gpu-check  on a CUDA machine: GPU tests, notebook 16 and the benchmark on the GPU
 # CONSTRAINTS=path pins versions (CI uses .ci/constraints.txt); JOBS sets pytest-xdist workers.
 
@@ -31,7 +33,7 @@ COLAB_STAMP := $(COLAB_VENV)/.installed
 COLAB_REQUIREMENTS := tests/colab/requirements.txt
 COLAB_BASE_PYTHON ?= $(shell tools/find_python.sh 3.13 $(PYTHON))
 
-.PHONY: setup colab-env lab test notebooks lint sync explore gpu-check
+.PHONY: setup colab-env site-deps site lab test notebooks lint sync glossary explore gpu-check
 
 setup: $(STAMP)
 
@@ -51,6 +53,18 @@ $(COLAB_STAMP): $(COLAB_REQUIREMENTS)
 	$(COLAB_VENV)/bin/python -m pip uninstall -q -y triton  # not on Colab's CPU runtime
 	touch $@
 
+# The website's MathJax, from the npm registry (versions locked in site/package-lock.json).
+SITE_STAMP := site/node_modules/.installed
+
+site-deps: $(SITE_STAMP)
+
+$(SITE_STAMP): site/package.json site/package-lock.json
+	cd site && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+site: $(STAMP) $(SITE_STAMP)
+	$(BIN)/python tools/site.py
+
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" \
 		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb \
@@ -59,7 +73,7 @@ lab: $(STAMP)
 # Three runs: the unit tests and every notebook (nbval keeps a notebook's cells on one worker:
 # --dist loadfile); the notebooks again at a lower SIMD level; every notebook on the Colab-like
 # runtime (one test per notebook, spread over the workers).
-test: $(STAMP) $(COLAB_STAMP)
+test: $(STAMP) $(COLAB_STAMP) $(SITE_STAMP)
 	$(RUN_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests $(NOTEBOOKS) $(NBVAL) \
 		--ignore tests/test_colab_notebooks.py
 	$(RUN_ENV) $(LOW_SIMD) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NOTEBOOKS) $(NBVAL)
@@ -86,3 +100,6 @@ lint: $(STAMP)
 
 sync: $(STAMP)
 	$(BIN)/python tools/notebooks.py sync
+
+glossary: $(STAMP)
+	$(BIN)/python tools/prerequisites.py glossary

@@ -90,8 +90,24 @@ def require_same_dk(q, k):
         raise ValueError(f"q and k need the same d_k, got {q.shape} and {k.shape}")
 
 
+def share_keys(q, k):
+    """k with a head axis of size 1 when it has one axis fewer than q (keys shared by heads)."""
+    return k[..., None, :, :] if k.ndim == q.ndim - 1 else k
+
+
 def batched_scores(q, k):
     require_same_dk(q, k)
+    return q @ np.swapaxes(share_keys(q, k), -1, -2)
+
+
+def batched_scores_unshared(q, k):  # the notebook's line: right until the keys are shared
+    require_same_dk(q, k)
+    return q @ np.swapaxes(k, -1, -2)
+
+
+def batched_scores_axis_in_front(q, k):  # the new axis at the front: batch meets heads
+    require_same_dk(q, k)
+    k = k[None] if k.ndim == q.ndim - 1 else k
     return q @ np.swapaxes(k, -1, -2)
 
 
@@ -128,6 +144,7 @@ ROWS = [
         upside_down=(1 / 3, "upside down"),
         one_head=(36.0, "the scores of one head only"),
         one_projection=(0.75, "counts one projection"),
+        with_weights_times_values=(1.5, "adds the weights times V to the scores"),
         far_off=(10.0, "expected about 3 (within 5%), got 10"),
     ),
     *right(nb02.check_similarity_matrix, worked=similarity_matrix,
@@ -146,8 +163,10 @@ ROWS = [
         columns_compared=(lambda e: similarity_matrix(e.T), "shape: expected (3, 3), got (5, 5)"),
     ),
     *right(nb02.check_batched_scores, worked=batched_scores,
-           einsum=lambda q, k: require_same_dk(q, k) or np.einsum("...id,...jd->...ij", q, k),
-           moveaxis=lambda q, k: require_same_dk(q, k) or np.matmul(q, np.moveaxis(k, -1, -2))),
+           einsum=lambda q, k: require_same_dk(q, k)
+           or np.einsum("...id,...jd->...ij", q, share_keys(q, k)),
+           expand_dims=lambda q, k: require_same_dk(q, k) or np.matmul(
+               q, np.moveaxis(np.expand_dims(k, -3) if k.ndim < q.ndim else k, -1, -2))),
     *wrong(
         nb02.check_batched_scores,
         transpose_all_axes=(lambda q, k: require_same_dk(q, k) or q @ k.T,
@@ -163,6 +182,13 @@ ROWS = [
             "got [[[0., 1., 2.], [3., 4., 5.]], [[15., 17., 19.], [12., 14., 16.]]]"),
         keys_by_queries=(lambda q, k: require_same_dk(q, k) or k @ np.swapaxes(q, -1, -2),
                          "shape: expected (2, 2, 3), got (2, 3, 2)"),
+        keys_not_shared=(batched_scores_unshared,
+                         "keys shared by 3 heads: (2, 3, 4, 8) and (2, 6, 8) -> (2, 3, 4, 6): "
+                         "raised ValueError"),
+        same_count_trap=(batched_scores_unshared, "3 heads and 3 sequences: sequence b's keys "
+                         "for every head of sequence b: values differ"),
+        new_axis_in_front=(batched_scores_axis_in_front, "3 heads and 3 sequences: sequence b's "
+                           "keys for every head of sequence b: values differ"),
         scaled=(lambda q, k: batched_scores(q, k) / np.sqrt(q.shape[-1]),
                 "the worst at [1, 0, 2]: expected 21.0, got 14.849242404917497"),
     ),

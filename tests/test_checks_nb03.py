@@ -55,6 +55,9 @@ ROWS = [
         not_squared=(0.8**10, "the square of the ratio"),
         added=(6.4, "multiply the factors, they do not add"),
         one_step=(0.64, "expected about 0.0115292 (within 5%), got 0.64"),
+        # lambda_2 taken as the second largest eigenvalue, 2, not the second largest in size, -8
+        smallest_ratio=(0.2**20, "|-8| = 8 is larger than 2"),
+        smallest_ratio_not_squared=(0.2**10, "and the error shrinks by its square"),
         not_a_number=(None, "expected a number, got NoneType"),
     ),
     *right(nb03.check_power_iteration, worked=power_iteration,
@@ -79,7 +82,10 @@ ROWS = [
         ten_steps=(lambda a, n, rng: power_iteration(a, min(n, 5), rng),
                    "a 5x5 symmetric matrix: 6: values differ"),
         library_shortcut=(lambda a, n, rng: require_square(a) or float(
-            max(np.linalg.eigvals(a).real, key=abs)), "it never draws from `rng`"),
+            max(np.linalg.eigvals(a).real, key=abs)), "it calls np.linalg.eigvals"),
+        # breaks the power-iteration rule but gets every number right, and draws from rng
+        library_with_a_draw=(lambda a, n, rng: require_square(a) or rng.random() * 0 + float(
+            max(np.linalg.eigvalsh(a), key=abs)), "it calls np.linalg.eigvalsh: NumPy's routine"),
     ),
     *right(nb03.check_variance_along, worked=variance_along, unit_first=variance_along_unit),
     *wrong(

@@ -71,6 +71,18 @@ def sample_by_searchsorted(probs, u):
     return np.minimum(np.searchsorted(cdf, u, side="right"), len(probs) - 1)
 
 
+def sample_by_plain_searchsorted(probs, u):  # np.asarray drops the checker's wrapper
+    cdf = np.asarray(probs).cumsum()
+    return np.minimum(np.searchsorted(cdf, np.asarray(u), side="right"), len(probs) - 1)
+
+
+def score_variance_simulated(d_k, mean_q, var_q, mean_k, var_k):  # breaks the rule: simulates
+    rng = np.random.default_rng(0)
+    q = rng.normal(mean_q, np.sqrt(var_q), (100_000, d_k))
+    k = rng.normal(mean_k, np.sqrt(var_k), (100_000, d_k))
+    return float(np.var((q * k).sum(axis=1)))
+
+
 def sample_by_loop(probs, u):
     cdf = list(np.cumsum(probs))
     out = []
@@ -101,6 +113,7 @@ ROWS = [
                          "expected 64.0, got 128.0"),
         no_d_k=(lambda d, mq, vq, mk, vk: score_variance(1, mq, vq, mk, vk),
                 "expected 64.0, got 1.0"),
+        simulated=(score_variance_simulated, "the rule is no simulation inside"),
     ),
     *right(nb04.check_standardize_tokens, worked=standardize_fixed,
            course_utils=lambda x: standardize(x, eps=1e-5)),
@@ -128,6 +141,8 @@ ROWS = [
                                              "to its right: values differ"),
         searchsorted=(sample_by_searchsorted, "it uses np.searchsorted or np.digitize: this "
                                               "exercise finds the interval by comparing"),
+        plain_searchsorted=(sample_by_plain_searchsorted, "it uses np.searchsorted or "
+                                                          "np.digitize"),
         loop=(sample_by_loop, "it loops over the draws"),
     ),
 ]

@@ -27,6 +27,19 @@ def sigmoid_one_branch(d):  # 1 / (1 + e^-d) is right, but e^1000 warns of an ov
     return 1 / (1 + np.exp(-d))
 
 
+def sigmoid_silenced(d):  # the one-branch formula with its overflow warning switched off
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-d))
+
+
+def sigmoid_where_both(d):  # np.where evaluates both branches: e^1000 is computed anyway
+    return np.where(d >= 0, 1 / (1 + np.exp(-d)), np.exp(d) / (1 + np.exp(d)))
+
+
+def sigmoid_clipped(d):  # no overflow, but e^-700 instead of e^-1000 (0 in float64)
+    return 1 / (1 + np.exp(-np.clip(d, -700, 700)))
+
+
 def sigmoid_wrong_sign(d):
     e = np.exp(-np.abs(d))
     return np.where(d >= 0, e / (1 + e), 1 / (1 + e))
@@ -51,6 +64,15 @@ def softmax_fp16_global_max(scores):
 
 def softmax_fp16_in_float32(scores):
     return torch.softmax(scores.float(), dim=-1)
+
+
+def softmax_fp16_float32_detour(scores):  # right numbers and dtype, but computed in float32
+    return torch.softmax(scores.float(), dim=-1).to(torch.float16)
+
+
+def softmax_fp16_numpy_detour(scores):
+    s = scores.numpy().astype(np.float64)
+    return torch.from_numpy(scipy.special.softmax(s, axis=-1)).to(torch.float16)
 
 
 def softmax_fp16_min_shift(scores):
@@ -98,10 +120,16 @@ ROWS = [
            logaddexp=sigmoid_from_logaddexp, scipy=scipy.special.expit),
     *wrong(
         nb05.check_sigmoid,
-        naive=(sigmoid_naive, "d = 1000: the first score takes everything, 1: values differ: "
-                              "expected [1.], got [nan]"),
+        naive=(sigmoid_naive, "d = 1000: the first score takes everything, 1: np.exp "
+                              "overflowed to inf at x = 1000"),
         one_branch=(sigmoid_one_branch, "d = -1000: the first score gets e^-1000, 0 in float64: "
-                                        "right value, but it warned: overflow"),
+                                        "np.exp overflowed to inf at x = 1000"),
+        silenced=(sigmoid_silenced, "d = -1000: the first score gets e^-1000, 0 in float64: "
+                                    "np.exp overflowed to inf at x = 1000 (silenced or not)"),
+        where_both=(sigmoid_where_both, "d = 1000: the first score takes everything, 1: np.exp "
+                                        "overflowed to inf at x = 1000"),
+        clipped=(sigmoid_clipped, "d = -1000: the first score gets e^-1000, 0 in float64: "
+                                  "values differ: expected [0.], got [9.85967654e-305]"),
         wrong_sign=(sigmoid_wrong_sign, "d and -d give p and 1 - p: values differ"),
     ),
     *right(nb05.check_softmax_fp16, worked=softmax_fp16_fixed,
@@ -113,7 +141,13 @@ ROWS = [
                                              "(e^-30 underflows float16): values differ"),
         global_max=(softmax_fp16_global_max, "rows 30 apart: shift each row by its own maximum "
                                              "(e^-30 underflows float16): values differ"),
-        in_float32=(softmax_fp16_in_float32, "dtype: expected torch.float16, got torch.float32"),
+        in_float32=(softmax_fp16_in_float32, "small scores [2, 1, 0.1]: it computes in "
+                                             "torch.float32 (float)"),
+        float32_detour=(softmax_fp16_float32_detour, "small scores [2, 1, 0.1]: it computes in "
+                                                     "torch.float32 (float): the rule is to fix "
+                                                     "the computation in float16 itself"),
+        numpy_detour=(softmax_fp16_numpy_detour, "small scores [2, 1, 0.1]: it leaves torch for "
+                                                 "NumPy (numpy)"),
         min_shift=(softmax_fp16_min_shift, "scores 25 apart: the largest must become 0, not the "
                                            "smallest (e^25 overflows float16): values differ"),
     ),

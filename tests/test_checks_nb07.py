@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 from checker_table import right, table_test, wrong
+from scipy.optimize import minimize_scalar
 
 from course_utils.calculus import numerical_gradient
 from course_utils.checks import nb07
@@ -11,6 +12,24 @@ from course_utils.checks import nb07
 
 def best_step(fx, f3x, eps, factor=3, root=3, size=abs):
     return (factor * eps * size(fx) / size(f3x)) ** (1 / root)
+
+
+def best_step_searched(fx, f3x, eps):
+    """A numerical minimisation of E(h): the numbers are right, the calculus is skipped."""
+    from scipy.optimize import minimize_scalar
+
+    def error(log_h):
+        return (10**log_h) ** 2 / 6 * abs(f3x) + eps * abs(fx) / 10**log_h
+    return 10 ** minimize_scalar(error, bounds=(-12, 0), method="bounded",
+                                 options={"xatol": 1e-12}).x
+
+
+def best_step_searched_imported(fx, f3x, eps):
+    """The same search with minimize_scalar imported at the top of the cell."""
+    def error(log_h):
+        return (10**log_h) ** 2 / 6 * abs(f3x) + eps * abs(fx) / 10**log_h
+    return 10 ** minimize_scalar(error, bounds=(-12, 0), method="bounded",
+                                 options={"xatol": 1e-12}).x
 
 
 def gradient(f, x, h=1e-5, as_float=True, central=True):
@@ -67,6 +86,24 @@ def gradient_float_in_place(f, x, h=1e-5):
     return gradient_buggy(f, x, h)
 
 
+def gradient_not_put_back(f, x, h=1e-5):
+    """A float copy, but each entry is left h below where it started."""
+    return gradient_buggy(f, np.array(x, dtype=np.float64), h)
+
+
+def tanh_slope_through_x(a, h=1e-6):
+    """Back to x with log, a tanh written with exp, and a finite difference: the rule forbids it."""
+    x = 0.5 * np.log((1 + a) / (1 - a))
+    def tanh(v):
+        return (np.exp(v) - np.exp(-v)) / (np.exp(v) + np.exp(-v))
+    return (tanh(x + h) - tanh(x - h)) / (2 * h)
+
+
+def tanh_slope_sech_through_x(a):
+    x = 0.5 * np.log((1 + a) / (1 - a))
+    return 4 / (np.exp(x) + np.exp(-x)) ** 2
+
+
 def tanh_slope(a):
     return 1 - np.asarray(a) ** 2
 
@@ -93,6 +130,11 @@ ROWS = [
         eps_cube_root=(lambda fx, f3x, eps: eps ** (1 / 3),
                        "1/x at 0.1: f''' = -6/x^4 is negative, use its size: values differ: "
                        "expected 4.806217383937356e-07, got 6.055454452393343e-06"),
+        searched=(best_step_searched, "e^x at 1 in float64: about 1e-5: the rule is calculus, "
+                                      "not a search: scipy.optimize.minimize_scalar was called"),
+        searched_imported=(best_step_searched_imported,
+                           "the rule is calculus, not a search: scipy.optimize.minimize_scalar "
+                           "was called; set E'(h) = 0 and solve for h"),
         signed=(lambda *args: best_step(*args, size=lambda v: v),
                 "1/x at 0.1: f''' = -6/x^4 is negative, use its size: expected a float, got "
                 "complex"),
@@ -117,6 +159,9 @@ ROWS = [
         integer_steps=(lambda f, x: gradient(f, x, as_float=False),
                        "integers in: a step of 1e-5 needs floats: integer input: the answer came "
                        "back as integers (int64, [0, 0])"),
+        not_put_back=(gradient_not_put_back,
+                      "x·y at (3, 4) -> (4, 3): put each entry back before nudging the next: "
+                      "values differ"),
         big_step=(lambda f, x: gradient(f, x, h=1e-2),
                   "logsumexp: its gradient is softmax: values differ"),
     ),
@@ -134,6 +179,9 @@ ROWS = [
                            "the rule is a formula in a alone (+ - * / and powers): "
                            "numpy.arctanh was called"),
         sech=(tanh_sech, "numpy.arctanh was called"),
+        through_x=(tanh_slope_through_x, "the rule is a formula in a alone (+ - * / and powers): "
+                                         "numpy.log was called"),
+        sech_through_x=(tanh_slope_sech_through_x, "numpy.log was called"),
         math_tanh=(lambda a: np.array([1 - math.tanh(math.atanh(v)) ** 2 for v in a]),
                    "math.atanh was called"),
     ),

@@ -63,6 +63,16 @@ def uncorrected_by_loop(t, lr, beta1, beta2):
     return lr * m / math.sqrt(v)
 
 
+def uncorrected_simulated(t, lr, beta1, beta2):
+    """A loop over the steps for each t: it takes an array, but it is a simulation."""
+    def one(steps):
+        m = v = 0.0
+        for _ in range(int(steps)):
+            m, v = beta1 * m + (1 - beta1), beta2 * v + (1 - beta2)
+        return lr * m / math.sqrt(v)
+    return np.array([one(k) for k in np.asarray(t).ravel()]).reshape(np.shape(t))
+
+
 ROWS = [
     *right(nb08.check_sigmoid, node=sigmoid, from_ops=sigmoid_from_ops),
     *wrong(
@@ -112,6 +122,12 @@ ROWS = [
                        "step 1 with the defaults: 3.16 lr: values differ"),
         loop=(uncorrected_by_loop, "the rule is a formula in t that takes an array of step "
                                    "numbers; with t = [1] it raised TypeError"),
+        simulated_per_entry=(uncorrected_simulated,
+                             "the rule is a formula, not a simulation: at t = [2.5, 12.5] it gave "
+                             "the sizes of steps [2, 12]"),
+        vectorized_loop=(np.vectorize(lambda t, lr, b1, b2: uncorrected_simulated(
+                             np.array([t]), lr, b1, b2)[0]),
+                         "the rule is a formula, not a simulation"),
     ),
     *right(nb08.check_backward_flops, exact=9_830_400, rounded=9.8e6),
     *wrong(

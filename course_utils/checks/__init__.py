@@ -433,7 +433,7 @@ def check_number(
     elif abs(float(answer) - expected) <= atol + rtol * abs(expected):
         message = ""
     else:
-        tolerance = f"within {rtol:.0%}" if rtol else f"within {atol:g}"
+        tolerance = f"within {rtol * 100:g}%" if rtol else f"within {atol:g}"
         message = f"expected about {expected:.6g} ({tolerance}), got {float(answer):.6g}"
     passed = not message
     result = CheckResult(name, Status.PASSED if passed else Status.FAILED,

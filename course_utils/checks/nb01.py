@@ -150,8 +150,8 @@ _DIFF_MIB = 1000 * 1000 * 768 * 4 / _MIB  # (1000, 1000, 768) float32 numbers
 @exercise("predict")
 def check_broadcast_memory(answer) -> CheckResult:
     """``answer``: the MiB taken by ``X[:, None, :] - X[None, :, :]`` for a float32 X of shape
-    (1000, 768): (1000, 1000, 768) numbers of 4 bytes, 2929.7 MiB (within 1%: 3072, the count in MB of
-    10**6 bytes, is 5% off and is refused with a note)."""
+    (1000, 768): (1000, 1000, 768) numbers of 4 bytes, 2929.7 MiB (within 1%: 3072, the count
+    in MB of 10**6 bytes, is 5% off and is refused with a note)."""
     notes = []
     if isinstance(answer, (int, float)) and not isinstance(answer, bool) and answer > 0:
         for factor, why in [(_MIB, "that is the count in bytes; divide by 2**20 for MiB"),

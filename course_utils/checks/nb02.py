@@ -21,11 +21,14 @@ from course_utils.linalg import matmul_loops
 
 
 def _batched_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
-    if q.ndim < 2 or k.ndim < 2 or q.shape[:-2] != k.shape[:-2]:
-        raise ValueError(f"q and k must be (..., n, d_k) with the same leading axes, got "
-                         f"{q.shape} and {k.shape}")
+    if q.ndim < 2 or k.ndim < 2:
+        raise ValueError(f"q and k must be (..., n, d_k), got {q.shape} and {k.shape}")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same d_k, got {q.shape} and {k.shape}")
+    if k.ndim == q.ndim - 1 and k.shape[:-2] == q.shape[:-3]:
+        k = k[..., None, :, :]  # keys shared along q's axis -3 (the heads)
+    elif k.shape[:-2] != q.shape[:-2]:
+        raise ValueError(f"the leading axes of q {q.shape} and k {k.shape} do not match")
     return q @ np.swapaxes(k, -1, -2)
 
 
@@ -54,6 +57,9 @@ class _RowsOnly(np.ndarray):
                              "than 2 m k + m): the rule is to build each row of the product from "
                              "whole rows of b, with no loop over the columns of b")
         return super().__getitem__(index)
+
+    def __iter__(self):  # a loop over the rows reads each row once (no extra read at the end)
+        return (self[i] for i in range(len(self)))
 
     def __array_ufunc__(self, ufunc, method, *inputs, out=(), **kwargs):
         if ufunc.__name__ in _PRODUCTS:
@@ -146,14 +152,18 @@ def check_projection_to_score_ratio(answer) -> CheckResult:
     over the FLOPs of its scores QK^T (12 heads, d_k = 64), at N = 1024 tokens: 4d/N = 3."""
     notes = {1 / _RATIO: "That is the ratio upside down: scores over projections.",
              _RATIO * _HEADS: "That compares the projections with the scores of one head only.",
-             _RATIO / 4: "That counts one projection; a layer has four (Q, K, V and output)."}
+             _RATIO / 4: "That counts one projection; a layer has four (Q, K, V and output).",
+             _RATIO / 2: "That adds the weights times V to the scores; the question leaves that "
+                         "product out."}
     note = next((why for value, why in notes.items()
                  if isinstance(answer, (int, float)) and not isinstance(answer, bool)
                  and abs(answer - value) <= 0.05 * value), "")
     explanation = (f"{note} Each projection is (N, d) @ (d, d): 2 N d^2 FLOPs, four of them "
                    "8 N d^2 = 4.83e9. The scores are (N, d_k) @ (d_k, N) per head: 2 N^2 d_k, "
                    "times h = 12 heads with h d_k = d: 2 N^2 d = 1.61e9. Ratio 4 d / N = 3.0: "
-                   "below N = 4 d = 3072 tokens the projections cost more than the scores.")
+                   "below N = 4 d = 3072 tokens the projections cost more than the scores. "
+                   "(The weights times V cost as much as the scores again: with them, "
+                   "4 d / 2N = 1.5.)")
     return check_number(answer, _RATIO, name="projection_to_score_ratio",
                         label="projection FLOPs / score FLOPs, GPT-2 small, N = 1024",
                         explanation=explanation.strip(), rtol=0.05)
@@ -188,20 +198,25 @@ def check_similarity_matrix(func: Callable) -> CheckResult:
 
 @exercise("extend")
 def check_batched_scores(func: Callable) -> CheckResult:
-    """``func(q, k)``: every score ``q[..., i, :] · k[..., j, :]`` for queries (..., n_q, d_k)
-    and keys (..., n_k, d_k) with the same leading axes (none, batch, or batch and heads), i.e.
-    ``q @ np.swapaxes(k, -1, -2)`` of shape (..., n_q, n_k); ValueError when the d_k differ."""
+    """``func(q, k)``: every score ``q[..., i, :] · k[..., j, :]`` for queries (..., n_q, d_k) and
+    keys (..., n_k, d_k) with the same leading axes, or keys with one axis fewer (no head axis:
+    (batch, n_k, d_k) against (batch, heads, n_q, d_k)), shared by every head; shape
+    (..., n_q, n_k). ValueError when the d_k differ. The case with as many heads as sequences
+    is the trap: a plain ``q @ np.swapaxes(k, -1, -2)`` runs there and pairs the wrong keys."""
     rng = np.random.default_rng(3)
     q_small = np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [2.0, 0.0]]])
     k_small = np.arange(12.0).reshape(2, 3, 2)
     cases = [
         Case((q_small, k_small), "a batch of 2: (2, 2, 2) queries, (2, 3, 2) keys -> (2, 2, 3)"),
-        Case((rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 6, 5))),
-             "(3, 4, 5) and (3, 6, 5) -> (3, 4, 6)"),
         Case((rng.standard_normal((3, 4)), rng.standard_normal((5, 4))),
              "no batch axis: (3, 4) and (5, 4) -> (3, 5), as in section 6"),
         Case((rng.standard_normal((2, 3, 4, 8)), rng.standard_normal((2, 3, 6, 8))),
-             "batch and heads: (2, 3, 4, 8) and (2, 3, 6, 8) -> (2, 3, 4, 6)"),
+             "one set of keys per head: (2, 3, 4, 8) and (2, 3, 6, 8) -> (2, 3, 4, 6)"),
+        Case((rng.standard_normal((2, 3, 4, 8)), rng.standard_normal((2, 6, 8))),
+             "keys shared by 3 heads: (2, 3, 4, 8) and (2, 6, 8) -> (2, 3, 4, 6)"),
+        Case((rng.standard_normal((3, 3, 4, 8)), rng.standard_normal((3, 6, 8))),
+             "keys shared by the heads, 3 heads and 3 sequences: sequence b's keys for every "
+             "head of sequence b"),
         Case((rng.standard_normal((2, 1, 4)), rng.standard_normal((2, 7, 4))),
              "one query per sequence: (2, 1, 4) and (2, 7, 4) -> (2, 1, 7)"),
         Case((np.ones((2, 3, 4)), np.ones((2, 3, 5))), "d_k 4 against 5", raises=ValueError),

@@ -25,36 +25,60 @@ def _symmetric_with_gap(n: int, seed: int) -> np.ndarray:
     return (q * eigenvalues) @ q.T
 
 
-_SHRINK = 0.8 ** (2 * 10)  # (lambda_2 / lambda_1)^2 per step, for 10 steps
+_SHRINK = 0.8 ** (2 * 10)  # (lambda_2 / lambda_1)^2 per step, for 10 steps: 8/10, not 2/10
 
 
 @exercise("predict")
 def check_error_after_ten_steps(answer) -> CheckResult:
     """``answer``: the factor by which power iteration's eigenvalue error shrinks over 10 steps on
-    a symmetric matrix with lambda_2 / lambda_1 = 0.8: (0.8^2)^10 = 0.0115 (within 5%)."""
+    a symmetric matrix with eigenvalues 10, 2 and -8. The ratio that counts is the second largest
+    in magnitude over the largest, |-8| / 10 = 0.8, so (0.8^2)^10 = 0.0115 (within 5%)."""
     notes = {0.8**10: "That is 0.8^10: for a symmetric matrix the estimate's error shrinks by "
                       "the square of the ratio each step.",
+             0.2**20: "That uses 2 / 10: lambda_2 is the eigenvalue second largest in magnitude, "
+                      "and |-8| = 8 is larger than 2.",
+             0.2**10: "That uses 2 / 10, not squared: lambda_2 is the eigenvalue second largest "
+                      "in magnitude (|-8| = 8 > 2), and the error shrinks by its square.",
              0.64 * 10: "Ten steps multiply the factors, they do not add them.",
              0.8 * 10: "Ten steps multiply the factors, they do not add them."}
     note = next((why for value, why in notes.items()
                  if isinstance(answer, (int, float)) and not isinstance(answer, bool)
                  and math.isclose(answer, value, rel_tol=0.05)), "")
-    explanation = (f"{note} Each step multiplies the error of x^T A x by about "
-                   "(lambda_2 / lambda_1)^2 = 0.64 (section 3), so ten steps multiply it by "
-                   "0.64^10 = 0.0115: about 1/87.")
+    explanation = (f"{note} The eigenvalues by magnitude are 10, |-8| = 8 and 2, so "
+                   "|lambda_2 / lambda_1| = 0.8 (the sign does not matter: it is squared). Each "
+                   "step multiplies the error of x^T A x by about (lambda_2 / lambda_1)^2 = 0.64 "
+                   "(section 3), so ten steps multiply it by 0.64^10 = 0.0115: about 1/87.")
     return check_number(answer, _SHRINK, name="error_after_ten_steps",
-                        label="error factor over 10 steps, lambda_2 / lambda_1 = 0.8",
+                        label="error factor over 10 steps, eigenvalues 10, 2 and -8",
                         explanation=explanation.strip(), rtol=0.05)
 
 
-def _random_start_only(func: Callable) -> Callable:
-    """``func(a, num_iters, rng)`` under the exercise's rule: the start must be drawn from
-    ``rng``; a function that never draws from it starts from a fixed vector."""
+_EIGEN_ROUTINES = ("eig", "eigh", "eigvals", "eigvalsh", "svd")
+
+
+def _power_iteration_rules(func: Callable) -> Callable:
+    """``func(a, num_iters, rng)`` under the exercise's two rules: the start is drawn from
+    ``rng`` (a function that never draws from it starts from a fixed vector), and it stays a
+    power iteration (NumPy's eigenvalue routines are refused while it runs)."""
+
+    def refuse(name: str) -> Callable:
+        def refused(*args, **kwargs):
+            raise RuleBroken(f"it calls np.linalg.{name}: NumPy's routine hands over the answer "
+                             "without power iteration; the fix keeps the loop of matrix-vector "
+                             "products and only changes the start")
+        return refused
 
     @wraps_answer(func)
     def checked(a, num_iters, rng):
         before = rng.bit_generator.state
-        result = func(a, num_iters, rng)
+        saved = {name: getattr(np.linalg, name) for name in _EIGEN_ROUTINES}
+        for name in _EIGEN_ROUTINES:
+            setattr(np.linalg, name, refuse(name))
+        try:
+            result = func(a, num_iters, rng)
+        finally:
+            for name, routine in saved.items():
+                setattr(np.linalg, name, routine)
         if rng.bit_generator.state == before:
             raise RuleBroken("it never draws from `rng`, so it starts from the same vector every "
                              "time: the rule is a random start, x = rng.standard_normal(n)")
@@ -63,14 +87,15 @@ def _random_start_only(func: Callable) -> Callable:
     return checked
 
 
-@exercise("constrain")
+@exercise("debug")
 def check_power_iteration(func: Callable) -> CheckResult:
-    """``func(a, num_iters, rng)``: the dominant eigenvalue (largest in magnitude, with its sign)
-    of a square matrix, from a start drawn from the generator ``rng``; ValueError when a is not
-    square. The rule is enforced twice: an answer that never draws from ``rng`` fails every case,
-    and two cases defeat the fixed starts a learner would pick: [[1, -2], [-2, 1]] (np.ones is
-    an eigenvector of -1 there; the dominant eigenvalue is 3) and diag(1, 3) (e_1 is an
-    eigenvector of 1)."""
+    """``func(a, num_iters, rng)``: section 3's ``dominant_eigenvalue`` fixed: the dominant
+    eigenvalue (largest in magnitude, with its sign) of a square matrix, from a start drawn from
+    the generator ``rng``; ValueError when a is not square. Its rules are enforced: an answer that
+    never draws from ``rng`` fails every case, one that calls np.linalg.eig/eigh/eigvals/eigvalsh/
+    svd fails, and two cases defeat the fixed starts a learner would pick: [[1, -2], [-2, 1]]
+    (np.ones is an eigenvector of -1 there; the dominant eigenvalue is 3) and diag(1, 3) (e_1 is
+    an eigenvector of 1)."""
 
     def gen(seed: int) -> np.random.Generator:
         return np.random.default_rng(seed)
@@ -89,7 +114,7 @@ def check_power_iteration(func: Callable) -> CheckResult:
              "diag(1, 3): 3 (from [1, 0], an eigenvector of 1, you would get 1)", expected=3.0),
         Case((np.ones((2, 3)), 10, gen(7)), "a (2, 3) matrix is not square", raises=ValueError),
     ]
-    return check_function(_random_start_only(func), cases=cases, name="power_iteration",
+    return check_function(_power_iteration_rules(func), cases=cases, name="power_iteration",
                           rtol=1e-6)
 
 

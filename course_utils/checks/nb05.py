@@ -6,7 +6,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from course_utils.checks import Case, CheckResult, check_function, check_number, exercise
+from course_utils.checks import (
+    Case,
+    CheckResult,
+    RuleBroken,
+    check_function,
+    check_number,
+    exercise,
+    wraps_answer,
+)
 from course_utils.softmax import log_softmax
 
 
@@ -28,10 +36,43 @@ def _sigmoid(d):
     return np.where(d >= 0, 1 / (1 + e), e / (1 + e))
 
 
+def _no_exp_overflow(func: Callable) -> Callable:
+    """``func`` run with ``np.exp`` watched: an ``e^x`` that overflows to inf breaks the rule,
+    whether or not its warning was silenced (``np.errstate``)."""
+
+    @wraps_answer(func)
+    def checked(d):
+        real_exp = np.exp
+        overflowed: list[float] = []
+
+        def watched_exp(x, *args, **kwargs):
+            out = real_exp(x, *args, **kwargs)
+            x_array = np.asarray(x)
+            if x_array.dtype.kind == "f":
+                bad = np.isinf(np.asarray(out)) & np.isfinite(x_array)
+                if bad.any() and not overflowed:
+                    overflowed.append(float(np.max(x_array[bad])))
+            return out
+
+        np.exp = watched_exp
+        try:
+            result = func(d)
+        finally:
+            np.exp = real_exp
+        if overflowed:
+            raise RuleBroken(f"np.exp overflowed to inf at x = {overflowed[0]:g} (silenced or "
+                             "not): the rule is no overflow, so use the form that exponentiates "
+                             "only numbers <= 0 for each sign of d")
+        return result
+
+    return checked
+
+
 @exercise("derive")
 def check_sigmoid(func: Callable) -> CheckResult:
     """``func(d)``: softmax([a, b])[0] as a function of d = a - b alone, 1 / (1 + e^(-d)),
-    elementwise on an array, without overflow warnings at d = +-1000."""
+    elementwise on an array, exact at d = +-1000, with no ``np.exp`` overflowing to inf (a
+    silenced warning does not count) and no warning."""
     cases = [
         Case((np.array([0.0]),), "equal scores, d = 0: one half"),
         Case((np.array([np.log(3.0)]),), "d = ln 3: e^d = 3 times the weight, so 3/4"),
@@ -40,8 +81,8 @@ def check_sigmoid(func: Callable) -> CheckResult:
         Case((np.array([-1000.0]),), "d = -1000: the first score gets e^-1000, 0 in float64"),
         Case((np.linspace(-30, 30, 13),), "13 differences from -30 to 30"),
     ]
-    return check_function(func, cases=cases, reference=_sigmoid, name="sigmoid", rtol=1e-9,
-                          atol=1e-300, no_warnings=True)
+    return check_function(_no_exp_overflow(func), cases=cases, reference=_sigmoid, name="sigmoid",
+                          rtol=1e-9, atol=0.0, no_warnings=True)
 
 
 def _softmax_fp16(scores):
@@ -50,10 +91,47 @@ def _softmax_fp16(scores):
     return torch.softmax(scores.double(), dim=-1).to(torch.float16)
 
 
+def _float16_throughout(func: Callable) -> Callable:
+    """``func`` run with every torch operation watched: a floating-point result in another
+    dtype than float16 (a detour through float32), or a trip to NumPy, breaks the rule."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class Watch(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.detour: str | None = None
+
+        def __torch_function__(self, op, types, args=(), kwargs=None):
+            out = op(*args, **(kwargs or {}))
+            if self.detour is None:
+                name = getattr(op, "__name__", str(op))
+                for value in out if isinstance(out, tuple) else (out,):
+                    if isinstance(value, np.ndarray):
+                        self.detour = f"it leaves torch for NumPy ({name})"
+                    elif (isinstance(value, torch.Tensor) and value.is_floating_point()
+                          and value.dtype != torch.float16):
+                        self.detour = f"it computes in {value.dtype} ({name})"
+            return out
+
+    @wraps_answer(func)
+    def checked(scores):
+        watch = Watch()
+        with watch:
+            result = func(scores)
+        if watch.detour:
+            raise RuleBroken(f"{watch.detour}: the rule is to fix the computation in float16 "
+                             "itself; a detour through a wider format hides the bug")
+        return result
+
+    return checked
+
+
 @exercise("debug")
 def check_softmax_fp16(func: Callable) -> CheckResult:
     """``func(scores)``: the softmax along the last axis of a float16 tensor, computed and
-    returned in float16, finite for any finite scores (each row shifted by its own maximum)."""
+    returned in float16 (every torch operation is watched: no float32 or NumPy detour), finite
+    for any finite scores (each row shifted by its own maximum)."""
     import torch
 
     def half(values):
@@ -73,8 +151,8 @@ def check_softmax_fp16(func: Callable) -> CheckResult:
         Case((half([[5.0, 4.0, float("-inf")]]),), "a masked score (-inf) gets weight 0"),
         Case((batch,), "a (2, 3, 6) batch: along the last axis"),
     ]
-    return check_function(func, cases=cases, reference=_softmax_fp16, name="softmax_fp16",
-                          rtol=4e-3, atol=1e-4, exact_dtype=True)
+    return check_function(_float16_throughout(func), cases=cases, reference=_softmax_fp16,
+                          name="softmax_fp16", rtol=4e-3, atol=1e-4, exact_dtype=True)
 
 
 def _log_softmax(x, axis):

@@ -27,11 +27,53 @@ def _best_step(fx: float, f3x: float, eps: float) -> float:
     return (3 * eps * abs(fx) / abs(f3x)) ** (1 / 3)
 
 
+_SEARCH_RULE = (
+    "the rule is calculus, not a search: {name} was called; set E'(h) = 0 and solve for h"
+)
+_SEARCHES = ("minimize_scalar", "minimize", "fminbound", "brent", "golden", "brentq", "brenth",
+             "bisect", "ridder", "newton", "root_scalar", "root", "fsolve", "least_squares")
+
+
+@contextmanager
+def _forbidden_search(func: Callable) -> Any:
+    """Replace SciPy's minimisers and root finders by functions that raise :class:`RuleBroken`
+    naming themselves, for as long as the learner's code runs: in ``scipy.optimize`` and among
+    the names ``func`` sees (``from scipy.optimize import minimize_scalar`` in the cell)."""
+    import scipy.optimize as optimize
+
+    originals = {name: getattr(optimize, name) for name in _SEARCHES if hasattr(optimize, name)}
+    names = getattr(func, "__globals__", {})
+    imported = [(key, value) for key, value in names.items()
+                if any(value is original for original in originals.values())]
+
+    def forbid(label: str) -> Callable[..., Any]:
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise RuleBroken(_SEARCH_RULE.format(name=label))
+        return refuse
+
+    try:
+        for name in originals:
+            setattr(optimize, name, forbid(f"scipy.optimize.{name}"))
+        for key, value in imported:
+            names[key] = forbid(f"scipy.optimize.{value.__name__}")
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(optimize, name, original)
+        for key, value in imported:
+            names[key] = value
+
+
 @exercise("derive")
 def check_best_step(func: Callable[[float, float, float], float]) -> CheckResult:
     """``func(fx, f3x, eps)``: the step h that minimises section 3's error model of the central
-    difference, E(h) = h²/6 · |f'''(x)| + ε·|f(x)|/h, which is h = (3ε|f(x)| / |f'''(x)|)^(1/3).
-    """
+    difference, E(h) = h²/6 · |f'''(x)| + ε·|f(x)|/h, which is h = (3ε|f(x)| / |f'''(x)|)^(1/3);
+    SciPy's minimisers and root finders raise :class:`RuleBroken` while ``func`` runs."""
+    @wraps_answer(func)
+    def answer(fx: float, f3x: float, eps: float) -> Any:
+        with _forbidden_search(func):
+            return func(fx, f3x, eps)
+
     eps64, eps32 = float(np.finfo(np.float64).eps), float(np.finfo(np.float32).eps)
     e, e10 = float(np.e), float(np.exp(10.0))
     cases = [
@@ -42,7 +84,7 @@ def check_best_step(func: Callable[[float, float, float], float]) -> CheckResult
         Case((8.0, 6.0, eps64), "x^3 at 2"),
         Case((e, e, eps32), "e^x at 1 in float32: a much larger step"),
     ]
-    return check_function(func, cases=cases, reference=_best_step, name="best_step", rtol=1e-9)
+    return check_function(answer, cases=cases, reference=_best_step, name="best_step", rtol=1e-9)
 
 
 def _sum_of_squares(v):
@@ -51,6 +93,10 @@ def _sum_of_squares(v):
 
 def _quadratic_form(m):
     return float(np.sum(m * np.array([[1.0, 2.0], [3.0, 4.0]]) * m))
+
+
+def _product(v):
+    return float(v[0] * v[1])
 
 
 def _log_sum_exp(v):
@@ -81,6 +127,8 @@ def check_numerical_gradient(func: Callable[[Callable, np.ndarray], np.ndarray])
     cases = [
         Case((_sum_of_squares, np.array([3.0, 4.0])), "x^2 + y^2 at (3, 4) -> (6, 8)"),
         Case((_sum_of_squares, np.array([3, 4])), "integers in: a step of 1e-5 needs floats"),
+        Case((_product, np.array([3.0, 4.0])),
+             "x·y at (3, 4) -> (4, 3): put each entry back before nudging the next"),
         Case((_log_sum_exp, np.array([2.0, 1.0, 0.1])), "logsumexp: its gradient is softmax"),
         Case((_quadratic_form, np.array([[1.0, -1.0], [0.5, 2.0]])), "a 2x2 input: keep the shape"),
         Case((_quadratic_form, np.array([[1, -1], [0, 2]])), "a 2x2 integer input"),
@@ -92,20 +140,23 @@ def check_numerical_gradient(func: Callable[[Callable, np.ndarray], np.ndarray])
 
 
 _TANH_RULE = (
-    "the rule is a formula in a alone (+ - * / and powers): {name} was called, which gives the "
-    "numbers without deriving them"
+    "the rule is a formula in a alone (+ - * / and powers): {name} was called, which goes back to "
+    "x (or to tanh) instead of writing the slope in a"
 )
 
 
 @contextmanager
 def _forbidden_tanh() -> Any:
-    """Replace the functions that would give tanh's slope without a derivation by ones that raise
+    """Replace the functions that would give tanh's slope without a derivation (tanh and its
+    relatives, and exp and log, which lead back from a to x) by ones that raise
     :class:`RuleBroken` naming themselves, for as long as the learner's code runs."""
     import torch
 
-    targets = [(np, name) for name in ("tanh", "arctanh", "cosh", "sinh", "gradient")]
-    targets += [(math, name) for name in ("tanh", "atanh", "cosh", "sinh")]
-    targets += [(torch, name) for name in ("tanh", "atanh", "arctanh", "cosh", "sinh")]
+    exp_log = ("exp", "expm1", "log", "log1p")
+    targets = [(np, name) for name in ("tanh", "arctanh", "cosh", "sinh", "gradient", "exp2",
+                                       "log2", "log10", *exp_log)]
+    targets += [(math, name) for name in ("tanh", "atanh", "cosh", "sinh", *exp_log)]
+    targets += [(torch, name) for name in ("tanh", "atanh", "arctanh", "cosh", "sinh", *exp_log)]
     saved = [(module, name, getattr(module, name)) for module, name in targets]
 
     def forbid(label: str) -> Callable[..., Any]:
@@ -131,8 +182,8 @@ def _tanh_slope_numeric(a: np.ndarray) -> np.ndarray:
 @exercise("derive")
 def check_tanh_slope(func: Callable[[np.ndarray], np.ndarray]) -> CheckResult:
     """``func(a)``: the slope of tanh where tanh(x) = a, written in a alone (it is 1 - a²),
-    compared with central differences of ``np.tanh``; tanh, arctanh, cosh, sinh (NumPy, math,
-    torch) and ``np.gradient`` raise :class:`RuleBroken` while ``func`` runs."""
+    compared with central differences of ``np.tanh``; tanh, arctanh, cosh, sinh, exp and log
+    (NumPy, math, torch) and ``np.gradient`` raise :class:`RuleBroken` while ``func`` runs."""
 
     @wraps_answer(func)
     def answer(a: np.ndarray) -> Any:

@@ -141,21 +141,41 @@ _LOOP_RULE = (
     "the rule is a formula in t that takes an array of step numbers; with t = {t} it raised "
     "{error}: a loop over the steps cannot take an array"
 )
+_SIMULATION_RULE = (
+    "the rule is a formula, not a simulation: at t = {t} it gave the sizes of steps {steps}, as a "
+    "loop over range(int(t)) does; a formula in t has a value between two steps"
+)
+
+
+def _uncorrected_formula(t: np.ndarray, lr: float, beta1: float, beta2: float) -> np.ndarray:
+    return lr * (1 - beta1 ** np.asarray(t)) / np.sqrt(1 - beta2 ** np.asarray(t))
 
 
 @exercise("derive")
 def check_uncorrected_step(func: Callable[..., np.ndarray]) -> CheckResult:
     """``func(t, lr, beta1, beta2)``: the size of Adam's step t without bias correction, for a
     constant gradient and eps = 0, lr (1 - beta1^t) / sqrt(1 - beta2^t); t is an array of steps,
-    and a TypeError on it means a loop (:class:`RuleBroken`)."""
+    a TypeError on it means a loop, and at a t between two steps the size of the earlier step
+    means a simulation (both :class:`RuleBroken`)."""
 
     @wraps_answer(func)
     def sizes(t: np.ndarray, lr: float, beta1: float, beta2: float) -> object:
         try:
-            return func(t, lr, beta1, beta2)
+            got = func(t, lr, beta1, beta2)
         except TypeError as error:
             raise RuleBroken(_LOOP_RULE.format(t=np.asarray(t).tolist(),
                                                error=f"TypeError: {error}")) from None
+        steps = np.floor(np.asarray(t, dtype=np.float64))
+        if np.any(steps != t):                 # between two steps: only a formula has a value
+            by_steps = _uncorrected_by_recurrence(steps, lr, beta1, beta2)
+            try:
+                simulated = np.allclose(np.asarray(got, dtype=np.float64), by_steps, rtol=1e-9)
+            except (TypeError, ValueError):
+                simulated = False
+            if simulated:
+                raise RuleBroken(_SIMULATION_RULE.format(t=np.asarray(t).tolist(),
+                                                         steps=steps.astype(int).tolist()))
+        return got
 
     cases = [
         Case((np.array([1]), 0.1, 0.9, 0.999), "step 1 with the defaults: 3.16 lr"),
@@ -166,6 +186,9 @@ def check_uncorrected_step(func: Callable[..., np.ndarray]) -> CheckResult:
         Case((np.array([1, 5, 50]), 1.0, 0.5, 0.5), "beta1 = beta2 = 0.5"),
         Case((np.array([1, 10]), 0.01, 0.99, 0.9),
              "beta1 = 0.99 > beta2 = 0.9: smaller than lr early on"),
+        Case((np.array([2.5, 12.5]), 0.1, 0.9, 0.999),
+             "t = 2.5 and 12.5, between two steps: a formula in t has a value there",
+             expected=_uncorrected_formula(np.array([2.5, 12.5]), 0.1, 0.9, 0.999)),
     ]
     return check_function(sizes, cases=cases, reference=_uncorrected_by_recurrence,
                           name="uncorrected_step", rtol=1e-9)

@@ -96,6 +96,22 @@ def test_previews_the_notation_table_and_later_notebooks_are_allowed(number, ind
     assert new_uses(with_cell(number, index, "markdown", source), "KV cache") == []
 
 
+def test_a_preview_box_licenses_its_concept_to_the_end_of_its_section_only():
+    """A box that says what a KV cache is covers the rest of its section, not the next one."""
+    heading = next(i for i, level, _ in NOTEBOOKS["02"].headings if level == 2)
+    box = "> **Preview (notebook 15).** A KV cache keeps the keys of earlier tokens.\n"
+    notebooks = with_cell("02", heading + 1, "markdown", box + "\nSo the KV cache grows.")
+    assert new_uses(notebooks, "KV cache") == []
+    path = next(prq.NOTEBOOKS.glob("02_*.ipynb"))
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    nb["cells"].insert(heading + 1, {"cell_type": "markdown", "metadata": {}, "source": box})
+    later = next(i for i, level, _ in NOTEBOOKS["02"].headings if level == 2 and i > heading)
+    nb["cells"].insert(later + 2, {"cell_type": "markdown", "metadata": {},
+                                   "source": "The KV cache again, in the next section."})
+    found = new_uses({**NOTEBOOKS, "02": prq.read_notebook("02", path.name, nb)}, "KV cache")
+    assert [(u.notebook, u.cell) for u in found] == [("02", later + 2)]
+
+
 def test_a_deleted_introduction_is_caught():
     path = next(prq.NOTEBOOKS.glob("05_*.ipynb"))
     nb = json.loads(path.read_text(encoding="utf-8"))

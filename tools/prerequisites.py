@@ -14,7 +14,9 @@ without comments and import lines, and inline `code` in markdown). Stored output
 A use is early in a notebook before the introducing one, and in the introducing notebook before
 its section's heading cell (its title cell, which lists what it will teach, aside). Allowed
 anywhere: a use inside a ``> **Preview (notebook NN).**`` box (all its ``>`` lines), and in the
-sections of notebook 00 named in ``EXEMPT`` (the course map and the notation table).
+sections of notebook 00 named in ``EXEMPT`` (the course map and the notation table). A preview box
+also licenses the concepts it mentions for the rest of its section (until the next heading of the
+same or a higher level): it says enough of the later idea to read that section.
 ``tests/test_prerequisites.py`` runs ``registry_problems`` and ``violations`` on the notebooks.
 """
 
@@ -64,6 +66,7 @@ class Cell:
     prose: str  # markdown outside code, preview boxes blanked; comments of code
     code: str  # a code cell or fenced code (without comments and imports); inline `code`
     exempt: bool = False
+    preview: str = ""  # the text of the cell's preview boxes
 
 
 @dataclass(frozen=True)
@@ -106,14 +109,16 @@ def strip_number(heading: str) -> str:
     return NUMBER_RE.sub("", heading, count=1)
 
 
-def blank_previews(markdown: str) -> str:
-    """The markdown with every preview box (from its first line, all its ``>`` lines) blanked."""
-    lines, inside = markdown.split("\n"), False
+def blank_previews(markdown: str) -> tuple[str, str]:
+    """(the markdown with every preview box — from its first line, all its ``>`` lines — blanked,
+    the text of those boxes)."""
+    lines, boxes, inside = markdown.split("\n"), [], False
     for i, line in enumerate(lines):
         inside = bool(PREVIEW_RE.match(line)) or (inside and line.startswith(">"))
         if inside:
+            boxes.append(line)
             lines[i] = ""
-    return "\n".join(lines)
+    return "\n".join(lines), "\n".join(boxes)
 
 
 def split_code(code: str) -> tuple[str, str]:
@@ -134,7 +139,7 @@ def split_code(code: str) -> tuple[str, str]:
 
 def split_markdown(source: str) -> tuple[str, str]:
     """(prose, code) of a markdown cell, preview boxes left out of both."""
-    source = blank_previews(source)
+    source = blank_previews(source)[0]
     fenced = FENCE_RE.findall(source)
     prose = FENCE_RE.sub("\n", source)
     inline = INLINE_CODE_RE.findall(prose)
@@ -149,8 +154,10 @@ def read_notebook(number: str, name: str, nb: dict) -> Notebook:
     cells, headings, exempt_level = [], [], 0
     for index, cell in enumerate(nb["cells"]):
         source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        preview = ""
         if cell["cell_type"] == "markdown":
             prose, code = split_markdown(source)
+            preview = blank_previews(source)[1]
             for hashes, text in HEADING_RE.findall(FENCE_RE.sub("\n", source)):
                 headings.append((index, len(hashes), text))
                 if strip_number(text) in EXEMPT.get(number, ()):
@@ -161,7 +168,7 @@ def read_notebook(number: str, name: str, nb: dict) -> Notebook:
             prose, code = split_code(source)
         else:
             continue
-        cells.append(Cell(index, prose, code, exempt=bool(exempt_level)))
+        cells.append(Cell(index, prose, code, exempt=bool(exempt_level), preview=preview))
     return Notebook(number, name, tuple(cells), tuple(headings))
 
 
@@ -201,10 +208,25 @@ def uses(concept: Concept, notebook: Notebook) -> list[Use]:
     return found
 
 
+def licensed(concept: Concept, notebook: Notebook) -> set[int]:
+    """The cells where a preview box that mentions ``concept`` licenses its use: from the box's
+    cell to the next heading of the level of the box's section, or a higher one."""
+    cells: set[int] = set()
+    for cell in notebook.cells:
+        if not any(p.search(cell.preview) for p in concept.markdown + concept.code):
+            continue
+        above = [lv for j, lv, _ in notebook.headings if j <= cell.index]
+        level = above[-1] if above else 1
+        end = next((j for j, lv, _ in notebook.headings if j > cell.index and lv <= level),
+                   notebook.cells[-1].index + 1)
+        cells |= {c.index for c in notebook.cells if cell.index <= c.index < end}
+    return cells
+
+
 def violations(concepts: list[Concept], notebooks: dict[str, Notebook]) -> list[Use]:
     """Uses of a concept before it is introduced: in an earlier notebook, or in the introducing
     notebook before its section's heading (its title cell, which lists what it teaches, aside).
-    Exempt cells are left out."""
+    Exempt cells, and cells a preview box licenses, are left out."""
     early = []
     for concept in concepts:
         home = notebooks.get(concept.notebook)
@@ -216,6 +238,7 @@ def violations(concepts: list[Concept], notebooks: dict[str, Notebook]) -> list[
             before = {c.index for c in notebook.cells if not c.exempt and (
                 number < concept.notebook
                 or (span is not None and first < c.index < span[0]))}
+            before -= licensed(concept, notebook)
             early += [use for use in uses(concept, notebook) if use.cell in before]
     return sorted(early, key=lambda u: (u.notebook, u.cell, u.concept.name))
 

@@ -287,42 +287,54 @@ def _head_color(i: int) -> str:
 def head_split(n_heads: int = 4) -> Figure:
     """Multi-head attention as a data flow (notebook 11): X is projected to Q, K and V, split into
     ``n_heads`` heads of width d_k = d_model / h, each head attends on its own, the heads are
-    merged (concatenated) and multiplied by W^O. Shapes are written under the boxes. Returns the
-    ``Figure``."""
+    merged (concatenated) and multiplied by W^O. The split and merge boxes span the column of
+    heads, so every arrow between them is a straight horizontal line. Shapes are written under
+    the boxes. Returns the ``Figure``."""
     h = check_int(n_heads, "n_heads")
-    fig, ax = _white_figure((13.0, 1.6 + 1.05 * h))
-    gap = 1.15
+    gap, head_h = 0.84, 0.74  # one data unit is about an inch: the figure is 9.2 inches wide
     ys = [(h - 1) / 2 * gap - i * gap for i in range(h)]
+    column = max(ys) - min(ys) + head_h  # the height of the split and merge boxes
+    xs = {"x": 0.45, "proj": 1.75, "split": 3.4, "heads": 5.45, "merge": 7.3, "out": 8.55}
+    widths = {"x": 0.7, "proj": 1.15, "split": 1.5, "heads": 1.8, "merge": 1.1, "out": 0.7}
+    fig, ax = _white_figure((9.2, (column + 0.95) * 9.2 / 9.4))
     boxes = {
-        "x": (0.0, 0.0, "X", SKY),
-        "proj": (2.6, 0.0, "$Q = XW^Q$\n$K = XW^K$\n$V = XW^V$", SKY),
-        "split": (5.2, 0.0, "split heads\nreshape, transpose", "white"),
-        "merge": (10.4, 0.0, "merge heads\n= Concat", "white"),
-        "out": (13.0, 0.0, "$\\cdot\\, W^O$", SKY),
+        "x": (xs["x"], 0.0, "X", SKY),
+        "proj": (xs["proj"], 0.0, "$Q = XW^Q$\n$K = XW^K$\n$V = XW^V$", SKY),
+        "split": (xs["split"], 0.0, "split heads\nreshape, transpose", "white"),
+        "merge": (xs["merge"], 0.0, "merge heads\n= Concat", "white"),
+        "out": (xs["out"], 0.0, "$\\cdot\\, W^O$", SKY),
     }
     for i, y in enumerate(ys):
-        boxes[f"head {i + 1}"] = (7.8, y, f"head {i + 1}\nsoftmax$(Q_iK_i^T/\\sqrt{{d_k}})\\,V_i$",
+        boxes[f"head {i + 1}"] = (xs["heads"], y,
+                                  f"head {i + 1}\nsoftmax$(Q_iK_i^T/\\sqrt{{d_k}})\\,V_i$",
                                   _head_color(i))
-    sizes = {"proj": (1.9, 1.3)} | {f"head {i + 1}": (2.6, 0.85) for i in range(h)}
-    arrows = [("x", "proj", ""), ("proj", "split", "")]
-    arrows += [("split", f"head {i + 1}", "") for i in range(h)]
-    arrows += [(f"head {i + 1}", "merge", "") for i in range(h)]
-    arrows += [("merge", "out", "")]
-    _flow(ax, boxes, arrows, sizes=sizes)
-    for x, shape in [(0.0, "(B, N, d_model)"), (2.6, "(B, N, d_model)\neach"),
-                     (5.2, "(B, h, N, d_k)"), (10.4, "(B, N, h·d_k)\n= (B, N, d_model)"),
-                     (13.0, "(B, N, d_model)")]:
-        top = 0.65 if x == 2.6 else 0.45
-        ax.text(x, -top - 0.1, shape, ha="center", va="top", fontsize=9, color=BLUE,
-                fontweight="bold")
-    ax.text(7.8, min(ys) - 0.5, "each head: (B, N, d_k)", ha="center", va="top", fontsize=9,
-            color=BLUE, fontweight="bold")
-    low = min(min(ys) - 0.9, -1.4)
-    ax.text(7.8, max(ys) + 0.65, "h heads side by side, each of width d_k = d_model / h",
+    sizes = {name: (widths[name], 0.62) for name in ("x", "out")}
+    sizes |= {"proj": (widths["proj"], 0.95), "split": (widths["split"], column),
+              "merge": (widths["merge"], column)}
+    sizes |= {f"head {i + 1}": (widths["heads"], head_h - 0.04) for i in range(h)}
+    _flow(ax, boxes, [("x", "proj", ""), ("proj", "split", ""), ("merge", "out", "")],
+          sizes=sizes)
+    split_right = xs["split"] + widths["split"] / 2
+    merge_left = xs["merge"] - widths["merge"] / 2
+    for y in ys:  # straight arrows: split -> each head -> merge
+        _arrow(ax, (split_right, y), (xs["heads"] - widths["heads"] / 2, y))
+        _arrow(ax, (xs["heads"] + widths["heads"] / 2, y), (merge_left, y))
+
+    def label(x: float, y: float, text: str) -> None:
+        ax.text(x, y, text, ha="center", va="top", fontsize=9, color=BLUE, fontweight="bold")
+
+    for name, shape, below in [("x", "(B, N, d_model)", 0.3), ("out", "(B, N, d_model)", 0.3),
+                               ("proj", "(B, N, d_model)\neach", 0.48)]:
+        label(xs[name], -below - 0.06, shape)
+    bottom = -column / 2 - 0.08
+    label(xs["split"], bottom, "(B, h, N, d_k)")
+    label(xs["heads"], bottom, "each head: (B, N, d_k)")
+    label(xs["merge"], bottom, "(B, N, h·d_k)\n= (B, N, d_model)")
+    ax.text(xs["heads"], column / 2 + 0.1, "h heads side by side, each of width d_k = d_model / h",
             ha="center", va="bottom", fontsize=9, color=BLACK)
-    ax.set(xlim=(-1.2, 14.2), ylim=(low - 0.8, max(ys) + 1.1))
+    ax.set(xlim=(-0.2, 9.2), ylim=(-column / 2 - 0.55, column / 2 + 0.4))
     ax.set_aspect("equal")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0, right=1, bottom=0, top=1)
     return fig
 
 
@@ -346,10 +358,10 @@ def _grid(ax: Axes, left: float, top: float, values: np.ndarray, colors: list[li
 def head_reshape(n_tokens: int = 3, d_model: int = 4, n_heads: int = 2) -> Figure:
     """The split of notebook 11, cell by cell, for one sentence of ``n_tokens`` tokens: ``x`` of
     shape (N, d_model) holding 0, 1, 2, ... with each cell coloured by the head its feature goes
-    to; ``reshape`` to (N, h, d_k) cuts every row into h pieces; ``transpose`` to (h, N, d_k)
-    gathers each head's pieces of every token. Below, the plain reshape to (h, N, d_k) without
-    the transpose, whose "heads" mix tokens and features of other heads. Returns the
-    ``Figure``."""
+    to; ``reshape`` to (N, h, d_k) gives every token an (h, d_k) block, one row per head;
+    ``transpose`` to (h, N, d_k) takes row i of every token's block into head i. Below, the plain
+    reshape to (h, N, d_k) without the transpose, whose "heads" mix tokens and features of other
+    heads, with a note comparing its first "head" with the true head 1. Returns the ``Figure``."""
     n = check_int(n_tokens, "n_tokens")
     d = check_int(d_model, "d_model")
     h = check_int(n_heads, "n_heads")
@@ -358,47 +370,58 @@ def head_reshape(n_tokens: int = 3, d_model: int = 4, n_heads: int = 2) -> Figur
     d_k = d // h
     x = np.arange(n * d).reshape(n, d)
     head_of = [[_head_color(c // d_k) for c in range(d)] for _ in range(n)]
-    fig, ax = _white_figure((2.2 + 3.1 * d / 4 * 3, 1.8 + 1.9 * n))
+    arrow_gap, block_gap = 1.4, 0.5
+    # top row: x, the reshape (one block per token), the transpose (one block per head);
+    # bottom row: the wrong reshape under x, and a note
+    left2 = d + arrow_gap                                   # reshape: one block per token
+    width2 = n * d_k + (n - 1) * block_gap
+    left3 = left2 + width2 + arrow_gap                      # transpose: one block per head
+    width3 = h * d_k + (h - 1) * block_gap
+    top2 = -(n - h) / 2 if n > h else 0.0                   # centre the token blocks on x
+    fig, ax = _white_figure((0.48 * (left3 + width3 + 0.6), 0.48 * (2 * n + 3.2)))
     # 1: x as (N, d_model)
     _grid(ax, 0, 0, x, head_of, f"x: (N, d_model) = ({n}, {d})")
-    # 2: reshape to (N, h, d_k): the same rows, cut into h pieces
-    left = d + 2.0
-    for i in range(h):
-        _grid(ax, left + i * (d_k + 0.4), 0, x[:, i * d_k:(i + 1) * d_k],
-              [row[i * d_k:(i + 1) * d_k] for row in head_of])
-    width2 = d + 0.4 * (h - 1)
-    ax.text(left + width2 / 2, 0.25, f"reshape: (N, h, d_k) = ({n}, {h}, {d_k})", ha="center",
+    # 2: reshape to (N, h, d_k): token t becomes an (h, d_k) block whose row i goes to head i
+    for t in range(n):
+        block = x[t].reshape(h, d_k)
+        colors = [[_head_color(i)] * d_k for i in range(h)]
+        _grid(ax, left2 + t * (d_k + block_gap), top2, block, colors)
+        ax.text(left2 + t * (d_k + block_gap) + d_k / 2, top2 - h - 0.12, f"token {t}",
+                ha="center", va="top", fontsize=9.5, color=BLACK)
+    ax.text(left2 + width2 / 2, 0.25, f"reshape: (N, h, d_k) = ({n}, {h}, {d_k})", ha="center",
             va="bottom", fontsize=9.5, color=BLACK)
-    # 3: transpose(1, 2) to (h, N, d_k): one matrix per head
-    left3 = left + width2 + 2.0
+    # 3: transpose to (h, N, d_k): head i takes row i of every token's block
     for i in range(h):
-        top = -i * (n + 0.8)
-        _grid(ax, left3, top, x[:, i * d_k:(i + 1) * d_k],
+        _grid(ax, left3 + i * (d_k + block_gap), 0, x[:, i * d_k:(i + 1) * d_k],
               [row[i * d_k:(i + 1) * d_k] for row in head_of])
-        ax.text(left3 + d_k + 0.2, top - n / 2, f"head {i + 1}", ha="left", va="center",
-                fontsize=9.5, color=BLACK)
-    ax.text(left3 + d_k / 2, 0.25, f"transpose: (h, N, d_k) = ({h}, {n}, {d_k})", ha="center",
-            va="bottom", fontsize=9.5, color=BLACK)
-    _arrow(ax, (d + 0.3, -n / 2), (left - 0.3, -n / 2))
-    _arrow(ax, (left + width2 + 0.3, -n / 2), (left3 - 0.3, -n / 2))
+        ax.text(left3 + i * (d_k + block_gap) + d_k / 2, -n - 0.12, f"head {i + 1}",
+                ha="center", va="top", fontsize=9.5, color=BLACK)
+    ax.text(left3 + width3 / 2, 0.25, f"transpose: (h, N, d_k) = ({h}, {n}, {d_k})",
+            ha="center", va="bottom", fontsize=9.5, color=BLACK)
+    _arrow(ax, (d + 0.2, -n / 2), (left2 - 0.2, -n / 2))
+    _arrow(ax, (left2 + width2 + 0.2, -n / 2), (left3 - 0.2, -n / 2))
     # below: the plain reshape, which mixes tokens across heads
     wrong = x.reshape(h, n, d_k)
-    top = -n - 1.6
+    top = -n - 1.5
     for i in range(h):
-        cells = wrong[i]
-        colors = [[_head_color((int(v) % d) // d_k) for v in row] for row in cells]
-        _grid(ax, i * (d_k + 1.2), top, cells, colors)
-        ax.text(i * (d_k + 1.2) + d_k / 2, top - n - 0.15, f"'head {i + 1}'", ha="center", va="top",
-                fontsize=9.5, color=VERMILLION)
+        colors = [[_head_color((int(v) % d) // d_k) for v in row] for row in wrong[i]]
+        _grid(ax, i * (d_k + block_gap), top, wrong[i], colors)
+        ax.text(i * (d_k + block_gap) + d_k / 2, top - n - 0.12, f"'head {i + 1}'", ha="center",
+                va="top", fontsize=9.5, color=VERMILLION)
     ax.text(0, top + 0.25, f"wrong: x.reshape({h}, {n}, {d_k}) with no transpose", ha="left",
             va="bottom", fontsize=9.5, color=VERMILLION, fontweight="bold")
-    ax.text(h * (d_k + 1.2), top - n / 2,
-            "each 'head' holds pieces of several tokens\nand features meant for other heads",
+    first = ", ".join(f"[{', '.join(str(v) for v in row)}]" for row in wrong[0])
+    right = ", ".join(f"[{', '.join(str(v) for v in row)}]" for row in x[:, :d_k])
+    tokens = " and ".join(str(t) for t in sorted({int(v) // d for v in wrong[0].flat}))
+    heads = " and ".join(str(i + 1) for i in sorted({int(v) % d // d_k for v in wrong[0].flat}))
+    ax.text(width3 + 0.8, top - n / 2,
+            f"'head 1' holds {first}:\nfeatures of tokens {tokens}, meant for heads {heads}.\n"
+            f"The true head 1 (top right) holds {right}.\n"
+            "No error is raised, only the numbers are wrong.",
             ha="left", va="center", fontsize=9.5, color=VERMILLION)
-    bottom = min(top - n - 0.8, -h * (n + 0.8))
-    ax.set(xlim=(-0.5, left3 + d_k + 1.6), ylim=(bottom, 1.0))
+    ax.set(xlim=(-0.3, left3 + width3 + 0.3), ylim=(top - n - 0.7, 1.0))
     ax.set_aspect("equal")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0, right=1, bottom=0, top=1)
     return fig
 
 
@@ -455,7 +478,7 @@ def decoder_block() -> Figure:
     for y_from, y_to in [(0.95, 3.0), (3.75, 5.7), (6.45, 8.4)]:
         _residual(ax, 0.0, y_from, y_to, 2.0)
     ax.text(2.15, 2.0, "residual", rotation=90, fontsize=8.5, va="center")
-    _frame(ax, -2.0, 0.65, 4.7, 8.15, "× N_dec\nlayers")
+    _frame(ax, -2.0, 0.65, 4.7, 8.15, "× L_dec\nlayers")
     ax.text(-2.1, 1.8, "causal mask:\nposition t sees\npositions ≤ t", fontsize=8.5,
             ha="right", va="center", color=BLACK)
     ax.set(xlim=(-5.8, 4.0), ylim=(-0.8, 10.6))
@@ -491,8 +514,8 @@ def encoder_decoder() -> Figure:
               ("dec self", "cross", ""), ("cross", "dec ffn", ""), ("dec ffn", "linear", ""),
               ("linear", "softmax", ""), ("memory", "cross", "K, V")]
     _flow(ax, boxes, arrows, width=3.0, height=0.9)
-    _frame(ax, enc - 1.75, 2.35, 3.5, 2.6, "× N_enc")
-    _frame(ax, dec - 1.75, 2.35, 3.5, 3.9, "× N_dec")
+    _frame(ax, enc - 1.75, 2.35, 3.5, 2.6, "× L_enc")
+    _frame(ax, dec - 1.75, 2.35, 3.5, 3.9, "× L_dec")
     ax.text(enc, 9.15, "encoder", fontsize=12, fontweight="bold", ha="center")
     ax.text(dec, 9.15, "decoder", fontsize=12, fontweight="bold", ha="center")  # above softmax
     ax.text(enc, 7.0, "M goes to the cross-attention\nof every decoder layer", fontsize=8.5,
@@ -581,7 +604,8 @@ _ENCODER_TITLES = {
 }
 _ENCODER_NOTES = {
     False: "LayerNorm on the main path,\nafter every addition",
-    True: "LayerNorm only inside the branches:\nthe stream x is added to, never normalized",
+    True: "LayerNorm inside the branches:\nthe stream x is added to, normalized\n"
+          "only once, after the last layer",
 }
 
 

@@ -18,13 +18,14 @@ def split_heads(x, n_heads, transpose=True):
 
 
 def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, scale_by_d_model=False, use_w_o=True,
-                         transpose=True, over_queries=False):
+                         transpose=True, over_queries=False, merge_transpose=True):
     b, n, d_model = x.shape
     q, k, v = (split_heads(x @ w, n_heads, transpose) for w in (w_q, w_k, w_v))
     d = d_model if scale_by_d_model else q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d)
     weights = torch.softmax(scores, dim=-2 if over_queries else -1)
-    z = (weights @ v).transpose(1, 2).reshape(b, n, d_model)
+    z = weights @ v
+    z = (z.transpose(1, 2) if merge_transpose else z).reshape(b, n, d_model)
     return z @ w_o if use_w_o else z
 
 
@@ -64,6 +65,9 @@ ROWS = [
                       "two heads, d_k = 4: the heads are split by a plain reshape"),
         over_queries=(lambda *args: multi_head_attention(*args, over_queries=True),
                       "one head: plain attention: the softmax runs over the queries"),
+        merge_without_transpose=(lambda *args: multi_head_attention(*args,
+                                                                    merge_transpose=False),
+                                 "two heads, d_k = 4: the heads are merged by a plain reshape"),
         forgets_w_o=(lambda *args: multi_head_attention(*args, use_w_o=False),
                      "one head: plain attention: values differ"),
     ),
@@ -73,7 +77,9 @@ ROWS = [
         scores_only=(2048**2 * 512, "one of the two products"),
         d_model_per_head=(2 * 8 * 2048**2 * 512, "h times too many"),
         projection=(2 * 2048 * 512**2, "the cost of a (N, d_model) by (d_model, d_model)"),
-        far_off=(1e6, "expected about 4.29497e+09"),
+        one_head=(2 * 2048**2 * 64, "the cost of one head"),
+        flops=(4 * 2048**2 * 512, "a multiply and the add that follows it count as one"),
+        far_off=(1e6, "expected about 4.29497e+09 (within 5%)"),
     ),
     *right(nb11.check_attention_parameters, worked=attention_parameters,
            torch=attention_parameters_by_torch),

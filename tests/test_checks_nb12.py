@@ -19,6 +19,11 @@ def layer_norm(x, gamma, beta, eps=1e-5, dim=-1, correction=0, eps_place="inside
     return gamma * (x - mu) / scale + beta
 
 
+def layer_norm_over_everything(x, gamma, beta, eps=1e-5):
+    centred = x - x.mean()
+    return gamma * centred / torch.sqrt(centred.pow(2).mean() + eps) + beta
+
+
 def layer_norm_in_place(x, gamma, beta, eps=1e-5):
     x -= x.mean(dim=-1, keepdim=True)
     return gamma * x / torch.sqrt((x**2).mean(dim=-1, keepdim=True) + eps) + beta
@@ -61,7 +66,8 @@ ROWS = [
         no_eps=(lambda *args, **kw: layer_norm(*args, **kw, eps_place="none"),
                 "ε is missing"),
         over_the_batch=(lambda *args, **kw: layer_norm(*args, **kw, dim=0),
-                        "a batch (3, 5, 6) with γ and β: values differ"),
+                        "μ and σ² are taken over dim 0, across the batch"),
+        over_everything=(layer_norm_over_everything, "μ and σ² are taken over the whole tensor"),
         ignores_eps=(lambda x, gamma, beta, eps=1e-5: layer_norm(x, gamma, beta),
                      "eps = 0.1 matters: values differ"),
         in_place=(layer_norm_in_place, "changed its argument `x` in place"),
@@ -84,6 +90,8 @@ ROWS = [
                          "zero weights: the block must be the identity: the residual adds the "
                          "normalized x"),
         post_ln=(lambda *args: pre_ln_block(*args, post=True), "this is post-LN"),
+        no_norm=(lambda x, gamma, beta, w1, b1, w2, b2: x + torch.relu(x @ w1 + b1) @ w2 + b2,
+                 "(2, 5, 8), d_ff = 32: there is no LayerNorm"),
         unbiased=(lambda *args: pre_ln_block(*args, correction=1),
                   "(2, 5, 8), d_ff = 32: values differ"),
     ),

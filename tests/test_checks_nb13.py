@@ -122,7 +122,8 @@ ROWS = [
         as_given=(given_decoder_masks, "self_mask lets query 0 read key 1 > 0: the decoder sees "
                   "a target token it has to predict"),
         diagonal_fixed_only=(lambda t, s: given_decoder_masks(t, s, diagonal=0),
-                             "self_mask: values differ in 2 of 18 entries of shape (2, 3, 3)"),
+                             "self_mask blanks the whole row of query 2 of sentence 1, a padded "
+                             "target position: only keys are masked"),
         padding_fixed_only=(lambda t, s: given_decoder_masks(t, s, padding_axis="keys"),
                             "self_mask lets query 0 read key 1 > 0"),
         causal_cross=(lambda t, s: decoder_masks(t, s, causal_cross=True),
@@ -137,8 +138,10 @@ ROWS = [
                            "cross_mask lets target position 0 of sentence 0 read source key 3, "
                            "a padded source token"),
         padded_queries=(lambda t, s: decoder_masks(t, s, key_padding="queries"),
-                        "self_mask: values differ in 2 of 18 entries of shape (2, 3, 3), the "
-                        "first at [1, 2, 0]"),
+                        "self_mask blanks the whole row of query 2 of sentence 1"),
+        queries_and_keys=(lambda t, s: (decoder_masks(t, s)[0] & t[:, :, None],
+                                        decoder_masks(t, s)[1]),
+                          "self_mask blanks the whole row of query 2 of sentence 1"),
         upper_triangle=(lambda t, s: decoder_masks(t, s, upper=True),
                         "self_mask lets query 0 read key 1 > 0"),
         broadcast_only=(lambda t, s: decoder_masks(t, s, expand=False),
@@ -162,16 +165,22 @@ ROWS = [
         in_parameters=(big_model_millions() * 1e6, "got 2.14245e+08"),
         a_string=("214", "expected a number, got str"),
     ),
-    *right(nb13.check_rnn_jacobian, worked=rnn_jacobian, perturbation=rnn_jacobian_by_perturbation,
-           autograd=rnn_jacobian_by_autograd),
+    *right(nb13.check_rnn_jacobian, worked=rnn_jacobian, perturbation=rnn_jacobian_by_perturbation),
     *wrong(
         nb13.check_rnn_jacobian,
         column_convention=(lambda *args: rnn_jacobian(*args, transpose=True),
                            "five steps, d = 4: this is the transpose"),
         previous_state=(lambda *args: rnn_jacobian(*args, state="old"),
-                        "one step, d = 3: values differ"),
+                        "one step, d = 3: the tanh slope of step t is taken at the previous "
+                        "state"),
+        pre_activation=(lambda s0, xs, w_h, w_x: nb13._rnn_jacobian_variant(
+            s0, xs, w_h, w_x, slope_at="pre-activation"),
+                        "one step, d = 3: the tanh slope is 1 − a² of the pre-activation"),
         backward_order=(lambda *args: rnn_jacobian(*args, order="backward"),
-                        "five steps, d = 4: values differ"),
+                        "five steps, d = 4: the one-step matrices are multiplied in the reverse "
+                        "order"),
+        autograd=(rnn_jacobian_by_autograd, "one step, d = 3: rnn_jacobian_by_autograd must "
+                  "apply the chain rule itself, in NumPy"),
         no_tanh_slope=(lambda s0, xs, w_h, w_x: np.linalg.matrix_power(w_h, len(xs)),
                        "a large W_h: tanh saturates: values differ"),
     ),
@@ -180,8 +189,15 @@ ROWS = [
     *wrong(
         nb13.check_decoder_layer_flops,
         keys_from_target=(lambda *args: decoder_layer_flops(*args, kv_length=lambda t, s: t),
-                          "T = 20 != S = 35: keys and values come from the source: values "
-                          "differ: expected 185753600, got 169410560"),
+                          "T = 20 != S = 35: keys and values come from the source: "
+                          "cross-attention reads the S source positions"),
+        kv_projections_from_target=(lambda t, s, d, d_ff: decoder_layer_flops(t, s, d, d_ff)
+                                    - 4 * (s - t) * d * d,
+                                    "T = 20 != S = 35: keys and values come from the source: "
+                                    "cross-attention's K and V are projected from the S source "
+                                    "rows"),
+        causal_saving=(lambda t, s, d, d_ff: decoder_layer_flops(t, s, d, d_ff) - 2 * t * t * d,
+                       "9,984: the causal mask saves nothing"),
         no_cross_attention=(lambda *args: decoder_layer_flops(*args, cross=False),
                             "T = 4, S = 6, d = 8, d_ff = 32: 9,984: values differ: expected "
                             "9984, got 6656"),

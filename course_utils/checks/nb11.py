@@ -24,7 +24,7 @@ from course_utils.checks import (
 
 
 def _mha(x, w_q, w_k, w_v, w_o, n_heads, *, plain_reshape=False, scale_by_d_model=False,
-         w_o_per_head=False, over_queries=False):
+         w_o_per_head=False, over_queries=False, plain_merge=False):
     """Multi-head self-attention without biases, or one of the named mistakes."""
     b, n, d_model = x.shape
     d_k = d_model // n_heads
@@ -39,6 +39,8 @@ def _mha(x, w_q, w_k, w_v, w_o, n_heads, *, plain_reshape=False, scale_by_d_mode
     z = torch.softmax(scores, dim=-2 if over_queries else -1) @ v
     if w_o_per_head:  # W^O's first d_k rows applied to every head, then the heads summed
         return (z @ w_o[:d_k]).sum(1)
+    if plain_merge:  # (B, h, N, d_k) reshaped to (B, N, d_model) without the transpose back
+        return z.reshape(b, n, d_model) @ w_o
     return attention.merge_heads(z) @ w_o
 
 
@@ -47,6 +49,9 @@ _MISTAKES = {
                      "transpose, so each 'head' mixes features of several tokens (section 2)",
     "scale_by_d_model": "the scores are divided by √d_model; each head's dot products have d_k "
                         "terms, so the scale is √d_k",
+    "plain_merge": "the heads are merged by a plain reshape of (B, h, N, d_k) to "
+                   "(B, N, d_model), without first transposing back to (B, N, h, d_k), so each "
+                   "token's row gathers pieces of other tokens (section 2's merge)",
     "over_queries": "the softmax runs over the queries: Q Kᵀ has one row per query, and the "
                         "softmax must run along each row (over the keys)",
 }
@@ -108,6 +113,9 @@ def check_attention_multiply_adds(answer: Any) -> CheckResult:
                       "not d_model",
         2 * n * d_model**2: "the cost of a (N, d_model) by (d_model, d_model) projection, "
                             "not of the scores",
+        expected / h: "the cost of one head; the question sums over all h = 8 heads",
+        expected * 2: "twice the count: a multiply and the add that follows it count as one "
+                      "multiply-add, not as two operations",
     }
     if isinstance(answer, (int, float)) and not isinstance(answer, bool) and math.isfinite(answer):
         for value, why in mistakes.items():

@@ -27,9 +27,11 @@ def _layer_norm(x, gamma, beta, eps=1e-5):
     return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
 
 
-def _layer_norm_variant(x, gamma, beta, eps=1e-5, *, eps_place="inside", correction=0):
-    mu = x.mean(-1, keepdim=True)
-    var = ((x - mu) ** 2).sum(-1, keepdim=True) / (x.shape[-1] - correction)
+def _layer_norm_variant(x, gamma, beta, eps=1e-5, *, eps_place="inside", correction=0, over=-1):
+    dims = tuple(range(x.ndim)) if over == "all" else (over,)
+    mu = x.mean(dims, keepdim=True)
+    count = math.prod(x.shape[i] for i in dims)
+    var = ((x - mu) ** 2).sum(dims, keepdim=True) / (count - correction)
     if eps_place == "inside":
         scale = torch.sqrt(var + eps)
     elif eps_place == "outside":
@@ -45,6 +47,10 @@ _LN_MISTAKES = {
                                  "√(σ² + ε), not by √σ² + ε",
     (("correction", 1),): "the variance divides by d - 1; LayerNorm's divides by d (the "
                           "Convention box of section 4)",
+    (("over", "all"),): "μ and σ² are taken over the whole tensor; LayerNorm takes one μ and one "
+                        "σ² per token, over its own features (dim=-1, keepdim=True)",
+    (("over", 0),): "μ and σ² are taken over dim 0, across the batch (that is BatchNorm's "
+                    "direction); LayerNorm takes them per token, over dim=-1",
 }
 
 
@@ -113,8 +119,11 @@ def check_swiglu_parameters(answer: Any) -> CheckResult:
                         explanation=explanation, rtol=0.003)
 
 
-def _pre_ln_block(x, gamma, beta, w1, b1, w2, b2, *, axis=-1, residual="x", post=False):
+def _pre_ln_block(x, gamma, beta, w1, b1, w2, b2, *, axis=-1, residual="x", post=False,
+                  normalize=True):
     def norm(t):
+        if not normalize:
+            return t
         mu = t.mean(axis, keepdim=True)
         var = ((t - mu) ** 2).mean(axis, keepdim=True)
         return gamma * (t - mu) / torch.sqrt(var + 1e-5) + beta
@@ -137,6 +146,8 @@ _BLOCK_MISTAKES = {
                                                 "(dim=-2), and the residual adds the normalized x "
                                                 "instead of x",
     (("post", True),): "this is post-LN, LN(x + FFN(x)); pre-LN is x + FFN(LN(x))",
+    (("normalize", False),): "there is no LayerNorm: this is x + FFN(x); pre-LN feeds the "
+                             "feed-forward network LN(x), the normalized x",
 }
 
 

@@ -3,7 +3,9 @@ Jacobian, a decoder layer's FLOPs)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import numbers
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -50,6 +52,13 @@ def _mask_problem(got: Any, tgt_mask: torch.Tensor, src_mask: torch.Tensor) -> s
             n, i, j = (int(k) for k in padded.nonzero()[0])
             return (f"self_mask lets query {i} of sentence {n} read key {j}, a padded target "
                     "token: padding must be masked along the key axis (the last one)")
+        blanked = (attention.causal_mask(t, t) & tgt_mask[:, None, :] & ~self_mask
+                   & ~tgt_mask[:, :, None])
+        if blanked.any():
+            n, i, _ = (int(k) for k in blanked.nonzero()[0])
+            return (f"self_mask blanks the whole row of query {i} of sentence {n}, a padded "
+                    "target position: only keys are masked (the last axis); every query keeps "
+                    "its row")
     if isinstance(cross_mask, torch.Tensor) and cross_mask.dtype == torch.bool \
             and cross_mask.shape == (b, t, s):
         padded = cross_mask & ~src_mask[:, None, :]
@@ -115,7 +124,7 @@ def check_big_model_parameters(answer: Any) -> CheckResult:
 
 def _rnn_jacobian(s0: np.ndarray, xs: np.ndarray, w_h: np.ndarray, w_x: np.ndarray
                   ) -> np.ndarray:
-    """Autograd's ∂s_N/∂s_0, laid out as the row convention's M[i, j] = ∂s_N[j]/∂s_0[i]."""
+    """Autograd's ∂s_N/∂s_0, laid out as the row convention's J[i, j] = ∂s_N[j]/∂s_0[i]."""
     w_h_t, w_x_t, xs_t = (torch.from_numpy(np.asarray(a, dtype=np.float64))
                           for a in (w_h, w_x, xs))
 
@@ -130,11 +139,62 @@ def _rnn_jacobian(s0: np.ndarray, xs: np.ndarray, w_h: np.ndarray, w_x: np.ndarr
     return torch.autograd.functional.jacobian(run, start).numpy().T
 
 
+def _rnn_jacobian_variant(s0: np.ndarray, xs: np.ndarray, w_h: np.ndarray, w_x: np.ndarray,
+                          slope_at: str = "output", order: str = "forward") -> np.ndarray:
+    """The chain-rule product with a learner's slip: the tanh slope taken at the previous state
+    or at the pre-activation, or the factors multiplied in the reverse order."""
+    s, factors = np.asarray(s0, dtype=np.float64), []
+    for x_t in xs:
+        pre = s @ w_h + x_t @ w_x
+        new = np.tanh(pre)
+        at = {"output": new, "previous": s, "pre-activation": pre}[slope_at]
+        factors.append(w_h * (1 - at**2)[None, :])
+        s = new
+    jac = np.eye(len(s0))
+    for factor in factors if order == "forward" else factors[::-1]:
+        jac = jac @ factor
+    return jac
+
+
+_JACOBIAN_SLIPS = (
+    ({"order": "backward"}, "the one-step matrices are multiplied in the reverse order: rows "
+     "travel left to right, δs_N = δs_0 J_1 J_2 ⋯ J_N, so the first step's matrix stands leftmost"),
+    ({"slope_at": "previous"}, "the tanh slope of step t is taken at the previous state s_{t−1}; "
+     "it belongs to the step's own output: tanh'(a_t) = 1 − s_t²"),
+    ({"slope_at": "pre-activation"}, "the tanh slope is 1 − a² of the pre-activation a; it is "
+     "1 − tanh(a)² = 1 − s_t², written with the step's output"),
+)
+
+
+@contextlib.contextmanager
+def _autograd_refused(name: str) -> Iterator[None]:
+    """Within the block, autograd's entry points raise RuleBroken naming ``name``."""
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise RuleBroken(f"{name} must apply the chain rule itself, in NumPy: autograd computes "
+                         "the very matrix it is compared with, so it is switched off here")
+
+    import torch.func
+
+    patched = [(torch.autograd, "grad"), (torch.autograd, "backward"), (torch.Tensor, "backward"),
+               (torch.autograd.functional, "jacobian"), (torch.autograd.functional, "vjp"),
+               (torch.autograd.functional, "jvp")]
+    patched += [(torch.func, attr) for attr in ("jacrev", "jacfwd", "vjp", "jvp", "grad")]
+    saved = [(owner, attr, getattr(owner, attr)) for owner, attr in patched]
+    try:
+        for owner, attr, _ in saved:
+            setattr(owner, attr, refuse)
+        yield
+    finally:
+        for owner, attr, original in saved:
+            setattr(owner, attr, original)
+
+
 @exercise("derive")
 def check_rnn_jacobian(func: Callable[..., np.ndarray]) -> CheckResult:
-    """``func(s0, xs, w_h, w_x)``: for s_t = tanh(s_{t−1} W_h + x_t W_x), the (d, d) matrix M with
-    δs_N = δs_0 M, M[i, j] = ∂s_N[j]/∂s_0[i]; compared with autograd. Its transpose (the column
-    convention's Jacobian) is named as such."""
+    """``func(s0, xs, w_h, w_x)``: for s_t = tanh(s_{t−1} W_h + x_t W_x), the (d, d) matrix J with
+    δs_N = δs_0 J, J[i, j] = ∂s_N[j]/∂s_0[i], by the chain rule: autograd is refused while
+    ``func`` runs. Compared with autograd; the transpose (the column convention's Jacobian), the
+    reverse order of the factors and a slope taken at the wrong number are named as such."""
     rng = np.random.default_rng(13)
 
     def case(d: int, m: int, n: int, scale: float = 1.0) -> tuple[np.ndarray, ...]:
@@ -143,13 +203,19 @@ def check_rnn_jacobian(func: Callable[..., np.ndarray]) -> CheckResult:
 
     @wraps_answer(func)
     def watched(s0: np.ndarray, xs: np.ndarray, w_h: np.ndarray, w_x: np.ndarray) -> Any:
-        got = func(s0.copy(), xs.copy(), w_h.copy(), w_x.copy())
         want = _rnn_jacobian(s0, xs, w_h, w_x)
+        with _autograd_refused(func.__name__):
+            got = func(s0.copy(), xs.copy(), w_h.copy(), w_x.copy())
         have = np.asarray(got) if isinstance(got, np.ndarray) else None
-        if have is not None and have.shape == want.shape and not np.allclose(have, want) \
-                and np.allclose(have.T, want, rtol=1e-6, atol=1e-9):
-            raise RuleBroken("this is the transpose: the course's rows need M[i, j] = "
-                             "∂s_N[j]/∂s_0[i], so that δs_N = δs_0 M (row vector on the left)")
+        if have is None or have.shape != want.shape or np.allclose(have, want):
+            return got
+        if np.allclose(have.T, want, rtol=1e-6, atol=1e-9):
+            raise RuleBroken("this is the transpose: the course's rows need J[i, j] = "
+                             "∂s_N[j]/∂s_0[i], so that δs_N = δs_0 J (row vector on the left)")
+        for slip, message in _JACOBIAN_SLIPS:
+            if np.allclose(have, _rnn_jacobian_variant(s0, xs, w_h, w_x, **slip),
+                           rtol=1e-6, atol=1e-9):
+                raise RuleBroken(message)
         return got
 
     cases = [
@@ -170,6 +236,19 @@ def _decoder_layer_flops(t: int, s: int, d: int, d_ff: int) -> int:
     return self_attention + cross_attention + 4 * t * d * d_ff
 
 
+def _decoder_layer_flop_slips(t: int, s: int, d: int, d_ff: int) -> list[tuple[int, str]]:
+    right = _decoder_layer_flops(t, s, d, d_ff)
+    return [
+        (right - 2 * t * d * d, "cross-attention's output projection W^O is missing"),
+        (right - 2 * t * t * d, "the causal mask saves nothing: the masked scores are computed "
+         "all the same, so self-attention's two T x T products count in full"),
+        (right - 4 * (s - t) * d * d, "cross-attention's K and V are projected from the S "
+         "source rows of M, not from the T target rows"),
+        (right - 4 * (s - t) * d * d - 4 * t * (s - t) * d, "cross-attention reads the S source "
+         "positions: its K and V have S rows, and its score matrix is T x S, not T x T"),
+    ]
+
+
 @exercise("extend")
 def check_decoder_layer_flops(func: Callable[[int, int, int, int], int]) -> CheckResult:
     """``func(t, s, d, d_ff)``: the FLOPs of the matrix products of one decoder layer (batch 1,
@@ -181,5 +260,16 @@ def check_decoder_layer_flops(func: Callable[[int, int, int, int], int]) -> Chec
         Case((1, 100, 64, 256), "T = 1: one target position reading a long source"),
         Case((4096, 4096, 512, 2048), "T = S = 4096: the T² and T·S terms take over"),
     ]
-    return check_function(func, cases=cases, reference=_decoder_layer_flops,
+
+    @wraps_answer(func)
+    def watched(t: int, s: int, d: int, d_ff: int) -> Any:
+        got = func(t, s, d, d_ff)
+        if isinstance(got, numbers.Real) and got != _decoder_layer_flops(t, s, d, d_ff):
+            named = [message for slip, message in _decoder_layer_flop_slips(t, s, d, d_ff)
+                     if got == slip]
+            if len(named) == 1:  # two slips can give the same number: then values decide
+                raise RuleBroken(named[0])
+        return got
+
+    return check_function(watched, cases=cases, reference=_decoder_layer_flops,
                           name="decoder_layer_flops", rtol=0, atol=0)

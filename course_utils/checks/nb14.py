@@ -47,7 +47,8 @@ def check_untrained_loss(answer: Any) -> CheckResult:
     """``answer``: the mean cross-entropy, in nats, of logits drawn independently from N(0, 1)
     over V = 43 tokens, whatever the target: E[logsumexp(z)] ≈ 4.242, within 2%."""
     explanation = (
-        "The loss is -log p_y = logsumexp(z) - z_y. The target's own logit z_y averages 0, so "
+        "The loss is -log q_y = logsumexp(z) - z_y, with q = softmax(z) the model's "
+        "distribution. The target's own logit z_y averages 0, so "
         "what is left is the mean of log(sum of e^z_v). If every logit were 0 that would be "
         "log 43 = 3.761, the uniform guess; random logits raise it, because the largest e^z_v "
         "dominate the sum: the sum averages 43·E[e^z] = 43·e^(1/2) (the mean of e^z for a "
@@ -143,11 +144,56 @@ def _smoothed_ce(logits: torch.Tensor, targets: torch.Tensor, pad_id: int,
     return sequence_loss(logits, targets, pad_id, label_smoothing=eps)
 
 
+def _smoothed_slips(logits: torch.Tensor, targets: torch.Tensor, pad_id: int, eps: float
+                    ) -> list[tuple[torch.Tensor, str]]:
+    """The losses of two plausible slips, each with the message that names it."""
+    real = targets != pad_id
+    log_q = torch.log_softmax(logits, dim=-1)
+    nll = -log_q.gather(-1, targets[..., None])[..., 0]
+    spread = -log_q.mean(dim=-1)
+    others = (-log_q.sum(dim=-1) - nll) / (logits.shape[-1] - 1)
+    loss = (1 - eps) * nll + eps * spread
+    return [
+        (((1 - eps) * nll + eps * others)[real].mean(), "this gives ε/(V − 1) to each wrong token "
+         "only; the exercise's p gives ε/V to every token, the right one included"),
+        (loss[real].sum() / targets.numel(), "the mean is taken over every position, padding "
+         "included: divide by the number of real target positions"),
+        (loss.mean(), "the padded positions are averaged in with their own losses: keep only "
+         "the real target positions, as section 4 does"),
+    ]
+
+
 @exercise("extend")
 def check_smoothed_cross_entropy(func: Callable[..., torch.Tensor]) -> CheckResult:
     """``func(logits (B, T, V), targets (B, T), pad_id, eps)``: the mean over non-pad positions of
-    H(q, softmax(z)) with q = (1 − ε)·onehot(y) + ε/V, that is (1 − ε)·(−log p_y) + ε·mean_v(−log
-    p_v); ValueError when every target is padding."""
+    H(p, q) with the smoothed target p = (1 − ε)·onehot(y) + ε/V and the model's q = softmax(z),
+    that is (1 − ε)·(−log q_y) + ε·mean_v(−log q_v); ValueError when every target is padding.
+    The rule: PyTorch's ``label_smoothing=`` (the reference) is refused while ``func`` runs."""
+    import torch.nn.functional as F
+
+    @wraps_answer(func)
+    def watched(logits: torch.Tensor, targets: torch.Tensor, pad_id: int, eps: float) -> Any:
+        original = F.cross_entropy
+
+        def guarded(*args: Any, label_smoothing: float = 0.0, **kwargs: Any) -> torch.Tensor:
+            if label_smoothing:
+                raise RuleBroken(f"{func.__name__} must build the smoothed target itself: "
+                                 "cross_entropy's label_smoothing= is the loss it is compared "
+                                 "with, so it is not allowed here")
+            return original(*args, **kwargs)
+
+        F.cross_entropy = guarded
+        try:
+            got = func(logits.clone(), targets.clone(), pad_id, eps)
+        finally:
+            F.cross_entropy = original
+        if isinstance(got, torch.Tensor) and got.shape == () and (targets != pad_id).any() \
+                and not torch.allclose(got, _smoothed_ce(logits, targets, pad_id, eps)):
+            for slip, message in _smoothed_slips(logits, targets, pad_id, eps):
+                if torch.allclose(got, slip):
+                    raise RuleBroken(message)
+        return got
+
     g = torch.Generator().manual_seed(14)
     logits = torch.randn(3, 4, 6, generator=g)
     targets = torch.tensor([[1, 2, 3, 0], [4, 0, 0, 0], [5, 5, 1, 2]])
@@ -160,5 +206,6 @@ def check_smoothed_cross_entropy(func: Callable[..., torch.Tensor]) -> CheckResu
         Case((logits, torch.zeros_like(targets), 0, 0.1), "only padding: nothing to average",
              raises=ValueError),
     ]
-    return check_function(func, cases=cases, reference=_smoothed_ce, name="smoothed_cross_entropy",
+    return check_function(watched, cases=cases, reference=_smoothed_ce,
+                          name="smoothed_cross_entropy",
                           rtol=1e-5, atol=1e-6)

@@ -95,16 +95,48 @@ def gqa_unscaled(q, k, v):
     return (torch.softmax(scores, dim=-1) @ v[:, :, None]).reshape(b, h_q, length, d)
 
 
+def top_p_before_at_most(logits, temperature, top_p):  # `<=` keeps a token that only ties
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    z = logits / temperature
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    order = np.argsort(-p, kind="stable")
+    before = np.cumsum(p[order]) - p[order]
+    keep = np.zeros(len(p), dtype=bool)
+    keep[order[before <= top_p]] = True
+    out = np.where(keep, p, 0.0)
+    return out / out.sum()
+
+
+def _repeated_attention(q, k, v):
+    weights = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).softmax(dim=-1)
+    return weights @ v
+
+
+def gqa_detach_then_repeat(q, k, v):  # detach() first: the copy is still of k's heads
+    g = q.shape[1] // k.shape[1]
+    return _repeated_attention(q, k.detach().repeat_interleave(g, dim=1),
+                               v.detach().repeat_interleave(g, dim=1))
+
+
+def gqa_copy_then_repeat(q, k, v):  # k + 0 is a new tensor, then repeated
+    g = q.shape[1] // k.shape[1]
+    return _repeated_attention(q, (k + 0).repeat_interleave(g, dim=1),
+                               (v * 1).repeat_interleave(g, dim=1))
+
+
 ROWS = [
-    *right(nb15.check_kv_cache_70b, exact=40, in_bytes_divided=2 * 80 * 8 * 128 * 131072 * 2
-           / 2**30, rounded=41),
+    *right(nb15.check_kv_cache_70b, exact=12, as_float=12.0),
     *wrong(
         nb15.check_kv_cache_70b,
-        keys_only=(20, "expected about 40 (within 5%), got 20"),
-        query_heads=(320, "The 64 query heads do not count"),
-        float32=(80, "expected about 40"),
-        decimal_gigabytes=(42.9, "got 42.9"),
-        string=("40 GiB", "expected a number, got str"),
+        without_weights=(16, "expected about 12 (within 0.5), got 16"),
+        not_whole=(12.7, "so 12 whole ones"),
+        rounded_up=(13, "got 13"),
+        per_sequence_gib=(40, "40 GiB for one sequence"),
+        keys_only=(25, "a key and a value"),
+        query_heads=(1, "the 64 query heads do not count"),
+        string=("12 sequences", "expected a number, got str"),
     ),
     *right(nb15.check_rope_score_terms, worked=rope_score_terms, complex=rope_score_terms_complex),
     *wrong(
@@ -122,6 +154,8 @@ ROWS = [
         nb15.check_top_p,
         given=(nb15.top_p_given, "a confident model: 0.9 alone passes top_p = 0.5, and that one "
                "token must stay: values differ: expected [1., 0., 0.], got [nan, nan, nan]"),
+        before_at_most=(top_p_before_at_most, "the next token's total before it is 0.5, not "
+                        "below, so it goes: values differ"),
         keep_first_only=(top_p_keep_first_only, "the 0.15 that crosses 0.8 stays: values differ"),
     ),
     *right(nb15.check_gqa_attention, worked=gqa, einsum=gqa_einsum),
@@ -136,6 +170,8 @@ ROWS = [
         interleaved_groups=(gqa_interleaved_groups, "query heads 0, 1 read K/V head 0: values "
                             "differ"),
         unscaled=(gqa_unscaled, "values differ"),
+        detach_then_repeat=(gqa_detach_then_repeat, "it calls `repeat_interleave` on k or v"),
+        copy_then_repeat=(gqa_copy_then_repeat, "it calls `repeat_interleave` on k or v"),
     ),
 ]
 

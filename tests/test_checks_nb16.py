@@ -61,6 +61,34 @@ def copied(chunks):
     return m, sum(float(np.exp(c - m).sum()) for c in kept)
 
 
+def array_copies_kept(chunks):  # np.array copies the values: nothing goes stale
+    kept = [np.array(c) for c in chunks]
+    m = max(float(c.max()) for c in kept)
+    return m, sum(float(np.exp(c - m).sum()) for c in kept)
+
+
+def shifted_copies_kept(chunks):  # c + 0.0 is a new array too
+    kept = [c + 0.0 for c in chunks]
+    m = max(float(c.max()) for c in kept)
+    return m, sum(float(np.exp(c - m).sum()) for c in kept)
+
+
+def floats_kept(chunks):
+    kept = []
+    for chunk in chunks:
+        kept.extend(float(x) for x in chunk)
+    m = max(kept)
+    return m, sum(math.exp(x - m) for x in kept)
+
+
+def array_of_each_chunk_used_at_once(chunks):  # np.array(chunk) is fine when used right away
+    m, ell = -math.inf, 0.0
+    for chunk in chunks:
+        x = np.array(chunk)
+        m, ell = tiled.merge_softmax_stats(m, ell, *tiled.online_softmax_stats(x))
+    return m, ell
+
+
 def read_twice(chunks):
     m = max(float(c.max()) for c in chunks)
     return m, sum(float(np.exp(c - m).sum()) for c in chunks)
@@ -152,6 +180,21 @@ def causal_concatenated(q, q_start, blocks):  # every block kept, then one softm
     return p @ v / p.sum(axis=1, keepdims=True), s.max(axis=1) + np.log(p.sum(axis=1))
 
 
+def causal_copies_kept(q, q_start, blocks):  # copies of every block, then one softmax
+    keys, values, seen = [], [], 0
+    for k, v in blocks:
+        keys.append(np.array(k))
+        values.append(np.array(v))
+        seen += len(k)
+        if seen > q_start + len(q) - 1:
+            break
+    k, v = np.concatenate(keys), np.concatenate(values)
+    s = q @ k.T / math.sqrt(q.shape[1])
+    s = np.where(np.arange(len(k))[None, :] <= q_start + np.arange(len(q))[:, None], s, -np.inf)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return p @ v / p.sum(axis=1, keepdims=True), s.max(axis=1) + np.log(p.sum(axis=1))
+
+
 def tile_backward(q, k, v, out, lse, grad_out, d_term=True, scale_q=True, tile_softmax=False):
     scale = 1 / math.sqrt(q.shape[1])
     s = q @ k.T * scale
@@ -173,7 +216,8 @@ def tile_backward_exp_then_divide(q, k, v, out, lse, grad_out):
 ROWS = [
     *right(nb16.check_online_softmax_stats, worked=online_softmax_stats,
            by_merging=online_softmax_stats_by_merging, per_score=online_softmax_stats_per_score,
-           in_logs=online_softmax_stats_in_logs),
+           in_logs=online_softmax_stats_in_logs,
+           array_used_at_once=array_of_each_chunk_used_at_once),
     *wrong(
         nb16.check_online_softmax_stats,
         two_passes_over_a_list=(two_passes_over_a_list, "it uses a chunk after the next one "
@@ -182,6 +226,10 @@ ROWS = [
         concatenated=(concatenated, "it uses a chunk after the next one arrived"),
         copied=(copied, "it copies a chunk to keep it: chunks is read once"),
         read_twice=(read_twice, "it reads chunks a second time: chunks is read once"),
+        array_copies_kept=(array_copies_kept, "nothing kept between chunks, not even a copy: it "
+                           "keeps what it reads"),
+        shifted_copies_kept=(shifted_copies_kept, "it keeps what it reads: after"),
+        floats_kept=(floats_kept, "nothing is kept for a second pass"),
         starts_at_zero=(lambda x: online_softmax_stats(x, start=0.0),
                         "all negative: m starts at -inf, not 0: m: values differ: expected -3.0, "
                         "got 0.0"),
@@ -214,6 +262,7 @@ ROWS = [
                            "query (position 11): a causal loop stops before it"),
         concatenated=(causal_concatenated, "it uses a block after the next one arrived: blocks is "
                       "read once"),
+        copies_kept=(causal_copies_kept, "none kept, not even a copy: it keeps what it reads"),
         strict_mask=(lambda *a: causal_block_forward(*a, strict=True),
                      "queries 0-3: only the diagonal block, masked inside: out: values differ"),
         no_rescale=(lambda *a: causal_block_forward(*a, rescale=False),

@@ -5,6 +5,7 @@ grouped-query attention without copying the key/value heads (constrain)."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -22,24 +23,32 @@ from course_utils.checks import (
     randn,
 )
 
-# -- Exercise 1 (predict): the KV cache of a 70B model at 128k tokens --------------------------
+# -- Exercise 1 (predict): how many 128k-token sequences fit beside a 70B model -------------
+
+_GPU_GIB, _N_GPUS, _PARAMETERS = 80, 8, 70.6e9
 
 
 @exercise("predict")
 def check_kv_cache_70b(answer: Any) -> CheckResult:
-    """``answer``: the GiB of keys and values that one 131,072-token sequence takes in a model
-    of Llama 2 70B's shape (80 layers, 8 K/V heads of 128) stored in float16."""
-    expected = language_model.kv_cache_bytes(80, 8, 128, 131_072, bytes_per_value=2) / 2**30
+    """``answer``: how many whole 131,072-token sequences a server of 8 GPUs of 80 GiB holds at
+    once for a model of Llama 3.1 70B's shape (80 layers, 8 K/V heads of 128, 70.6 billion
+    weights), weights and cache in bfloat16 (2 bytes a number)."""
+    per_sequence = language_model.kv_cache_bytes(80, 8, 128, 131_072, bytes_per_value=2)
+    weights = 2 * _PARAMETERS
+    left = _N_GPUS * _GPU_GIB * 2**30 - weights
+    expected = math.floor(left / per_sequence)
     explanation = (
-        "Per token: 2 (a key and a value) × 80 layers × 8 K/V heads × 128 numbers = 163,840 "
-        "numbers, × 2 bytes = 320 KiB; × 131,072 tokens = 40 GiB, for one sequence. The 64 "
-        "query heads do not count: only the 8 K/V heads are cached. Without grouping (64 K/V "
-        "heads) it would be 320 GiB."
+        "Per token: 2 (a key and a value) × 80 layers × 8 K/V heads × 128 numbers × 2 bytes = "
+        f"320 KiB; × 131,072 tokens = {per_sequence / 2**30:.0f} GiB for one sequence. The "
+        f"weights take 2 × 70.6·10⁹ bytes = {weights / 2**30:.1f} GiB of the 640 GiB, leaving "
+        f"{left / 2**30:.1f} GiB: {left / per_sequence:.2f} sequences, so {expected} whole ones. "
+        "Forgetting the weights gives 16; the 64 query heads do not count (only the 8 K/V heads "
+        "are cached), and without grouping one sequence would take 320 GiB: a single one fits."
     )
     return check_number(answer, expected, name="kv_cache_70b",
-                        label="KV cache of one 131,072-token sequence, 80 layers, 8 K/V heads of "
-                              "128, float16, in GiB",
-                        explanation=explanation, rtol=0.05)
+                        label="whole 131,072-token sequences beside Llama 3.1 70B's weights on "
+                              "8 × 80 GiB, bfloat16",
+                        explanation=explanation, rtol=0, atol=0.5)
 
 
 # -- Exercise 2 (derive): the RoPE score as a sum of cosines of the offset --------------------
@@ -131,6 +140,9 @@ def check_top_p(func: Callable) -> CheckResult:
         Case((four, 1.0, 1.0), "top_p = 1 keeps everything"),
         Case((ordered, 3.0, 0.6), "temperature 3 first: the flatter distribution needs 3 tokens"),
         Case((ten, 0.5, 0.9), "ten logits, temperature 0.5, top_p 0.9"),
+        Case((np.log(np.array([0.25, 0.5, 0.25])), 1.0, 0.5), "0.5 alone reaches top_p = 0.5 "
+             "exactly: the next token's total before it is 0.5, not below, so it goes",
+             expected=np.array([0.0, 1.0, 0.0])),
         Case((four, 1.0, 0.0), "top_p = 0 keeps nothing", raises=ValueError),
     ]
     return check_function(func, cases=cases, reference=_top_p_probs, name="top_p_probs",
@@ -167,7 +179,22 @@ class _SharedHeads(torch.Tensor):
         result = super().__torch_function__(func, types, args, kwargs or {})
         if name in _VIEWS or not isinstance(result, torch.Tensor):
             return result  # a view of k or v stays watched
-        return result.as_subclass(torch.Tensor)  # a computed result is an ordinary tensor
+        if all(isinstance(t, _SharedHeads) for t in _tensors(args, kwargs)):
+            return result  # k + 0, k.detach(), k.float(): still k's heads, still watched
+        return result.as_subclass(torch.Tensor)  # a product with q is an ordinary tensor
+
+
+def _tensors(*values: Any) -> list[torch.Tensor]:
+    """The tensors among ``values``, looking inside lists, tuples and dicts."""
+    found: list[torch.Tensor] = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(_tensors(*value))
+        elif isinstance(value, dict):
+            found.extend(_tensors(*value.values()))
+    return found
 
 
 def _without_copies(func: Callable) -> Callable:

@@ -5,6 +5,7 @@ block read tile by tile (extend), and a tile's backward pass with a bug (debug).
 from __future__ import annotations
 
 import math
+import tracemalloc
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -53,7 +54,9 @@ class Block(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __array__(self, dtype=None, copy=None):  # np.asarray(block) while it is valid
         view = self._live()
-        return view.astype(dtype) if dtype is not None else view
+        if dtype is not None:
+            return view.astype(dtype)
+        return view.copy() if copy else view  # np.array(block) copies, as for an array
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") and name not in _COPYING:
@@ -99,16 +102,34 @@ class Stream:
     out in the same reused buffer, so a kept reference goes stale: using an item after the next
     one has arrived, copying one, reading the stream twice or turning it into an array raises
     :class:`RuleBroken`. ``stop_after`` (an index) makes reading any item after that one a
-    broken rule too, with the message ``stop_message``."""
+    broken rule too, with the message ``stop_message``.
+
+    A copy of an item's values (``np.array(item)``, ``item + 0``, a list of its floats) is not a
+    view of the buffer and cannot go stale, so with ``watch_memory`` the stream also watches the
+    memory the reader holds (``tracemalloc``, which sees NumPy's arrays): each time an item is
+    asked for, the memory allocated since the first item must stay below a few items' worth, so
+    that copies kept for a second pass break the rule too."""
 
     def __init__(self, items: Sequence[Any], name: str = "x", what: str = "value",
                  todo: str = "update m and ℓ together", stop_after: int | None = None,
-                 stop_message: str = "") -> None:
+                 stop_message: str = "", watch_memory: bool = False) -> None:
         self._items = list(items)
         self._name, self._what, self._todo = name, what, todo
         self._stop_after, self._stop_message = stop_after, stop_message
         self._next, self._ended, self.serial = 0, False, -1
-        self._buffers: list[np.ndarray] | None = None
+        if not self._items:
+            raise ValueError("a Stream needs at least one item")
+        first = self._items[0] if isinstance(self._items[0], tuple) else (self._items[0],)
+        # one buffer per part, as large as the largest item, made before the reader starts
+        self._buffers = [np.empty((max(len(it[p] if isinstance(it, tuple) else it)
+                                       for it in self._items), *part.shape[1:]))
+                         for p, part in enumerate(first)]
+        self._watch_memory, self._baseline, self._tracing = watch_memory, None, False
+        item_bytes = max(sum(np.asarray(part).nbytes
+                             for part in (it if isinstance(it, tuple) else (it,)))
+                         for it in self._items)
+        self._item_bytes = item_bytes
+        self._memory_limit = 4 * item_bytes + 16 * 2**10  # a few items' temporaries, no more
 
     def message(self, problem: str) -> str:
         rule = f"{self._todo} as each {self._what} arrives (one pass)"
@@ -119,6 +140,12 @@ class Stream:
         if problem == "copy":
             return (f"it copies a {self._what} to keep it: {self._name} is read once, one "
                     f"{self._what} at a time, without keeping them; {rule}")
+        if problem.startswith("kept"):
+            held = int(problem.split()[1])
+            return (f"it keeps what it reads: after {self._next} {self._what}s it holds "
+                    f"{held / 2**10:,.0f} KiB more than when it started, about "
+                    f"{held / self._item_bytes:.0f} {self._what}s' worth; {self._name} is "
+                    f"read once and nothing is kept for a second pass; {rule}")
         if problem == "twice":
             return f"it reads {self._name} a second time: {self._name} is read once; {rule}"
         return f"it turns {self._name} into an array: {self._name} is read once; {rule}"
@@ -128,18 +155,39 @@ class Stream:
             raise RuleBroken(self.message("twice"))
         return self
 
+    def _check_memory(self) -> None:
+        if not self._watch_memory:
+            return
+        if self._baseline is None:  # the first item: start counting from here
+            self._tracing = not tracemalloc.is_tracing()
+            if self._tracing:
+                tracemalloc.start()
+            self._baseline = tracemalloc.get_traced_memory()[0]
+            return
+        held = tracemalloc.get_traced_memory()[0] - self._baseline
+        if held > self._memory_limit:
+            self._stop_tracing()
+            raise RuleBroken(self.message(f"kept {held}"))
+
+    def _stop_tracing(self) -> None:
+        if self._tracing:
+            tracemalloc.stop()
+            self._tracing = False
+
+    def __del__(self) -> None:
+        self._stop_tracing()
+
     def __next__(self) -> Any:
+        self._check_memory()
         if self._next == len(self._items):
             self._ended = True
+            self._stop_tracing()
             raise StopIteration
         if self._stop_after is not None and self._next > self._stop_after:
+            self._stop_tracing()
             raise RuleBroken(self._stop_message)
         item = self._items[self._next]
         parts = item if isinstance(item, tuple) else (item,)
-        if self._buffers is None:  # one buffer per part, as large as the largest item
-            self._buffers = [np.empty((max(len(it[p] if isinstance(it, tuple) else it)
-                                           for it in self._items), *part.shape[1:]))
-                             for p, part in enumerate(parts)]
         views = []
         for buffer, part in zip(self._buffers, parts, strict=True):
             view = buffer[: len(part)]
@@ -155,7 +203,7 @@ class Stream:
 
     def __deepcopy__(self, memo: dict) -> Stream:  # a fresh stream of the same items
         return Stream(self._items, self._name, self._what, self._todo, self._stop_after,
-                      self._stop_message)
+                      self._stop_message, self._watch_memory)
 
     def __repr__(self) -> str:
         left = len(self._items) - self._next
@@ -174,10 +222,14 @@ def check_online_softmax_stats(func: Callable[[Stream], tuple[float, float]]) ->
         ([[-5.0, -3.0], [-4.0]], "all negative: m starts at -inf, not 0"),
         ([[7.5]], "one chunk of one score: (7.5, 1.0)"),
     ]
+    rng = np.random.default_rng(16)
+    long = [3 * rng.normal(size=1024) + shift for shift in np.linspace(-20, 20, 40)]
+    chunked.append((long, "40 chunks of 1,024 scores: nothing kept between chunks, not even a "
+                          "copy"))
     cases = []
     for chunks, label in chunked:
         arrays = [np.array(c) for c in chunks]
-        stream = Stream(arrays, "chunks", "chunk", "update m and ℓ")
+        stream = Stream(arrays, "chunks", "chunk", "update m and ℓ", watch_memory=True)
         cases.append(Case((stream,), label,
                           expected=tiled.online_softmax_stats(np.concatenate(arrays))))
     return check_function(func, cases=cases, name="online_softmax_stats", names=("m", "ℓ"),
@@ -244,7 +296,7 @@ def check_causal_block_forward(func: Callable[..., tuple]) -> CheckResult:
                    "stops before it, so count the keys seen and leave the loop once the next "
                    "block would start after the last query")
         stream = Stream(blocks, "blocks", "block", "update m, ℓ and the accumulator",
-                        stop_after=stop_after, stop_message=message)
+                        stop_after=stop_after, stop_message=message, watch_memory=True)
         return Case((q, q_start, stream), label, expected=_causal_reference(q, q_start, k, v))
 
     q, k, v = rng.normal(size=(4, 4)), rng.normal(size=(16, 4)), rng.normal(size=(16, 2))
@@ -258,6 +310,9 @@ def check_causal_block_forward(func: Callable[..., tuple]) -> CheckResult:
              "the max rises in every block: rescale ℓ and the accumulator"),
         case(q * 40 + 80 * direction, 12, k + 25 * direction, v, 5,
              "scores near 1000, the last block shorter: no overflow"),
+        case(rng.normal(size=(4, 8)), 30 * 256 - 4, rng.normal(size=(30 * 256, 8)),
+             rng.normal(size=(30 * 256, 8)), 256,
+             "30 blocks of 256 keys: each used as it arrives, none kept, not even a copy"),
     ]
     return check_function(func, cases=cases, name="causal_block_forward", names=("out", "lse"),
                           no_warnings=True)

@@ -7,8 +7,9 @@
 tests/test_course.py fails when a notebook's badge or setup cell disagrees with this module.
 
 ``new``: the next notebook, its checker module ``course_utils/checks/nbNN.py`` and its checker
-test ``tests/test_checks_nbNN.py``, with three exercises to replace (practice, predict, derive); its row in the course
-maps of README.md, notebook 00 and CONTRIBUTING.md; then ``make notebooks NB=…`` executes it.
+test ``tests/test_checks_nbNN.py``, with three exercises to replace (practice, predict,
+derive); its row in the course maps of README.md, notebook 00 and CONTRIBUTING.md; then
+``make notebooks NB=…`` executes it.
 ``make test`` passes at once. CONTRIBUTING.md ("Adding a notebook") says what to write next.
 """
 
@@ -236,7 +237,7 @@ def _mean(x: np.ndarray) -> float:
 
 @exercise("practice")
 def check_mean(func: Callable[[np.ndarray], float]) -> CheckResult:
-    \"\"\"``func(x)`` must return the mean of ``x`` as a float, and raise ValueError when empty.\"\"\"
+    \"\"\"``func(x)`` must return the mean of ``x`` as a float; ValueError when it is empty.\"\"\"
     cases = [
         Case((np.array([1.0, 2.0, 3.0, 6.0]),), "[1, 2, 3, 6] -> 3.0"),
         Case((np.array([5]),), "one integer: [5] -> 5.0"),

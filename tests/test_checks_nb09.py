@@ -48,6 +48,14 @@ def pe_dot_by_hand(k, d_model):
     return (np.sin(0 * omega) * np.sin(k * omega) + np.cos(0 * omega) * np.cos(k * omega)).sum(1)
 
 
+def pe_dot_own_table(k, d_model):
+    """Dot products looked up in a table the learner built: right at whole offsets only."""
+    omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
+    angles = np.outer(np.arange(700), omega)
+    table = np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(700, d_model)
+    return np.array([table[300] @ table[300 + int(offset)] for offset in np.ravel(k)])
+
+
 def add_positions(X):
     return X + positional.sinusoidal_encoding(X.shape[1], X.shape[2])
 
@@ -58,10 +66,15 @@ def add_positions_in_place(X):
 
 
 ROWS = [
-    *right(nb09.check_sinusoidal_encoding, course_utils=positional.sinusoidal_encoding,
-           worked=sinusoidal),
+    *right(nb09.check_sinusoidal_encoding, worked=sinusoidal),
     *wrong(
         nb09.check_sinusoidal_encoding,
+        library_call=(lambda n, d: positional.sinusoidal_encoding(n, d),
+                      "positional.sinusoidal_encoding was called: the exercise is to build the "
+                      "table yourself"),
+        comprehension_over_positions=(
+            lambda n, d: np.array([sinusoidal(pos + 1, d)[pos] for pos in range(n)]),
+            "no loop over positions: it loops over the positions"),
         concatenated=(lambda n, d: sinusoidal(n, d, layout="concatenated"),
                       "position 0 is [0, 1, 0, 1, ...]: values differ: expected [[0., 1., 0., "
                       "1., 0., 1., 0., 1.]], got [[0., 0., 0., 0., 1., 1., 1., 1.]]"),
@@ -88,6 +101,7 @@ ROWS = [
                            "k = ±10, d_model = 128: symmetric in k: values differ"),
         measured=(pe_dot_by_table, "the rule is a formula in k: positional.sinusoidal_encoding "
                                    "was called"),
+        own_table=(pe_dot_own_table, "it looked k up in a table"),
     ),
     *right(nb09.check_add_positions, worked=add_positions,
            explicit_broadcast=lambda X: X + positional.sinusoidal_encoding(
@@ -101,12 +115,14 @@ ROWS = [
         pe_of_batch_rows=(lambda X: X + positional.sinusoidal_encoding(len(X), X.shape[-1]),
                           "raised ValueError: operands could not be broadcast"),
     ),
-    *right(nb09.check_pe_norm, sixteen=16, sqrt=256**0.5),
+    *right(nb09.check_input_length, worked=(512 + 256) ** 0.5, rounded=28, one_draw=27.0),
     *wrong(
-        nb09.check_pe_norm,
-        squared=(256, "expected about 16 (within 1%), got 256"),
-        sqrt_d_model=(512**0.5, "got 22.6274"),
-        one=(1.0, "got 1"),
+        nb09.check_input_length,
+        lengths_added=(512**0.5 + 16, "the two lengths added"),
+        pe_only=(16, "the length of PE(1000) alone"),
+        embedding_only=(512**0.5, "the length of the scaled embedding alone"),
+        unscaled=(17, "the embedding without its sqrt(d_model) factor"),
+        squared=(768, "expected about 27.7128 (within 5%), got 768"),
     ),
 ]
 

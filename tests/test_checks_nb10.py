@@ -30,12 +30,14 @@ def output_only(q, k, v):
 
 
 def padded_causal(q, k, v, lengths, keys=True, causal=True, padding=True, fill=-math.inf,
-                  zero_empty=True):
+                  zero_empty=True, queries_too=False):
     n = q.shape[-2]
     real = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
     visible = torch.ones(len(lengths), n, n, dtype=torch.bool)
     if padding:
         visible = visible & (real[:, None, :] if keys else real[:, :, None])
+    if queries_too:
+        visible = visible & real[:, :, None]
     if causal:
         visible = visible & torch.ones(n, n, dtype=torch.bool).tril()
     logits = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
@@ -87,7 +89,10 @@ ROWS = [
         padding_only=(lambda q, k, v, n: padded_causal(q, k, v, n, causal=False),
                       "the causal mask alone: output: values differ"),
         masks_queries=(lambda q, k, v, n: padded_causal(q, k, v, n, keys=False),
-                       "keys 2 and 3 are padding: output: values differ"),
+                       "keys 2 and 3 are padding: the rows of sentence 1's padded queries"),
+        queries_and_keys=(lambda q, k, v, n: padded_causal(q, k, v, n, queries_too=True),
+                          "padded queries (2 and after) are all 0: the padding mask is about "
+                          "keys"),
         minus_1e9=(lambda q, k, v, n: padded_causal(q, k, v, n, fill=-1e9),
                    "sentence 1 is empty: every row sees nothing and must be 0: output"),
         nan_rows=(lambda q, k, v, n: padded_causal(q, k, v, n, zero_empty=False), "are nan"),

@@ -1,19 +1,23 @@
 """Checkers for notebook 09: the encoding without a loop, the dot product of two encodings as a
-formula in the offset, positions added to a batch, and the length of an encoding."""
+formula in the offset, positions added to a batch, and the length of an input row."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from course_utils import positional
 from course_utils.checks import (
     Case,
+    CaseResult,
     CheckResult,
     RuleBroken,
+    Status,
     check_function,
     check_number,
     exercise,
@@ -44,15 +48,40 @@ def _lines_run(func: Callable, *args) -> tuple[object, int]:
         sys.settrace(previous)
 
 
+@contextlib.contextmanager
+def _forbidden(rule: str, *names: str) -> Iterator[None]:
+    """While inside, calling ``positional.<name>`` raises :class:`RuleBroken` with ``rule``."""
+    saved = {name: getattr(positional, name) for name in names}
+
+    def forbid(name: str) -> Callable:
+        def refuse(*args: object, **kwargs: object) -> object:
+            raise RuleBroken(rule.format(name=f"positional.{name}"))
+        return refuse
+
+    try:
+        for name in saved:
+            setattr(positional, name, forbid(name))
+        yield
+    finally:
+        for name, original in saved.items():
+            setattr(positional, name, original)
+
+
+_LIBRARY_RULE = ("{name} was called: the exercise is to build the table yourself, from np.sin, "
+                 "np.cos and the angles pos * omega_i")
+
+
 @exercise("constrain")
 def check_sinusoidal_encoding(func: Callable) -> CheckResult:
     """``func(n_positions, d_model)``: float64 (n_positions, d_model) with interleaved
     ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))`` and ``PE[pos, 2i+1] = cos(...)``, without a
-    Python loop over the positions; ValueError for an odd d_model."""
+    Python loop over the positions and without calling ``positional.sinusoidal_encoding``;
+    ValueError for an odd d_model."""
 
     @wraps_answer(func)
     def vectorized(n_positions, d_model):
-        pe, lines = _lines_run(func, n_positions, d_model)
+        with _forbidden(_LIBRARY_RULE, "sinusoidal_encoding"):
+            pe, lines = _lines_run(func, n_positions, d_model)
         if lines > _LINE_BUDGET:
             raise RuleBroken(f"it loops over the positions ({lines} lines of Python ran for "
                              f"{n_positions} of them): compute all the angles as one array, "
@@ -79,35 +108,30 @@ def _pe_dot_measured(k: np.ndarray, d_model: int) -> np.ndarray:
 
 _TABLE_RULE = ("the rule is a formula in k: {name} was called, which measures the dot products "
                "instead of deriving them")
+_OFF_TABLE = np.array([2.5, -0.5, 100_000.0])  # offsets that no table of whole positions holds
 
 
 @exercise("derive")
 def check_pe_dot(func: Callable) -> CheckResult:
     """``func(k, d_model)``: PE(p)·PE(p + k) = sum_i cos(k ω_i) for an array of offsets, checked
-    against dot products measured at several p; ``positional.sinusoidal_encoding`` and
-    ``relative_position_matrix`` raise :class:`RuleBroken` while ``func`` runs."""
+    against dot products measured at several p, and at real offsets no table holds;
+    ``positional.sinusoidal_encoding`` and ``relative_position_matrix`` raise
+    :class:`RuleBroken` while ``func`` runs."""
 
     @wraps_answer(func)
     def formula(k: np.ndarray, d_model: int) -> object:
-        saved = {name: getattr(positional, name)
-                 for name in ("sinusoidal_encoding", "relative_position_matrix")}
-
-        def forbid(name: str) -> Callable:
-            def refuse(*args: object, **kwargs: object) -> object:
-                raise RuleBroken(_TABLE_RULE.format(name=f"positional.{name}"))
-            return refuse
-
-        try:
-            for name in saved:
-                setattr(positional, name, forbid(name))
-            return func(k, d_model)
-        finally:
-            for name, original in saved.items():
-                setattr(positional, name, original)
+        with _forbidden(_TABLE_RULE, "sinusoidal_encoding", "relative_position_matrix"):
+            try:
+                return func(k, d_model)
+            except IndexError as error:
+                raise RuleBroken(f"it looked k up in a table ({error}): the rule asks for a "
+                                 "formula in k, which holds at any offset, 2.5 or 100 000 "
+                                 "included") from None
 
     for p in (0, 137):  # the measurement itself does not depend on p
         table = positional.sinusoidal_encoding(400, 16)
         assert abs(table[p] @ table[p + 50] - _pe_dot_measured(np.array([50]), 16)[0]) < 1e-9
+    off_table = np.cos(_OFF_TABLE[:, None] * positional.angular_frequencies(16)).sum(-1)
     cases = [
         Case((np.array([0]), 8), "k = 0: every pair gives 1, so d_model / 2 = 4",
              expected=_pe_dot_measured(np.array([0]), 8)),
@@ -117,6 +141,8 @@ def check_pe_dot(func: Callable) -> CheckResult:
              expected=_pe_dot_measured(np.array([-10, 10]), 128)),
         Case((np.arange(0, 300, 25), 64), "k = 0, 25, ..., 275 with d_model = 64",
              expected=_pe_dot_measured(np.arange(0, 300, 25), 64)),
+        Case((_OFF_TABLE.copy(), 16), "k = 2.5, -0.5 and 100 000, d_model = 16: offsets that no "
+             "table of positions holds, and a formula in k does", expected=off_table),
     ]
     return check_function(formula, cases=cases, name="pe_dot", rtol=1e-9, atol=1e-9)
 
@@ -139,16 +165,37 @@ def check_add_positions(func: Callable) -> CheckResult:
                           rtol=1e-12, atol=1e-12)
 
 
-_NORM_EXPLANATION = (
-    "Each of the 256 pairs contributes sin² + cos² = 1 to the squared length, whatever the "
-    "position: ||PE(pos)||² = d_model / 2 = 256, so ||PE(pos)|| = 16 at every position. (The paper "
-    "multiplies the embeddings by sqrt(d_model) ≈ 22.6 without saying why; one reading: embedding "
-    "entries of size about 1/sqrt(d_model) give rows of length about 1, which PE's 16 would drown.)"
+_D = 512
+_INPUT_LENGTH = math.sqrt(_D + _D / 2)  # ||sqrt(d) e||^2 ≈ d, ||PE||^2 = d / 2, cross term ≈ 0
+_INPUT_MISTAKES = {
+    math.sqrt(_D) + math.sqrt(_D / 2): "the two lengths added, 22.6 + 16: lengths add only for "
+    "vectors that point the same way; for two unrelated vectors the squared lengths add",
+    math.sqrt(_D / 2): "the length of PE(1000) alone (or of an embedding left without its "
+    "sqrt(d_model) factor, sqrt(1 + 256))",
+    math.sqrt(_D): "the length of the scaled embedding alone; PE(1000) adds its own 256 to the "
+    "squared length",
+    1 + math.sqrt(_D / 2): "1 + 16: the embedding without its sqrt(d_model) factor, and the "
+    "lengths added rather than the squared lengths",
+}
+_INPUT_EXPLANATION = (
+    "||a + b||² = ||a||² + ||b||² + 2 a·b with a = sqrt(512)·e and b = PE(1000). a has 512 "
+    "entries of variance 512 · (1/512) = 1, so ||a||² ≈ 512 (give or take about 32); ||b||² = 256 "
+    "exactly (256 pairs, each sin² + cos² = 1); a·b has mean 0, because e has mean 0 and PE(1000) "
+    "is fixed. So ||a + b||² ≈ 768 and ||a + b|| ≈ 27.7. With the sqrt(d_model) factor the "
+    "token's part (≈ 22.6) and the position's part (16) are of similar size; without it the "
+    "token's part (≈ 1) would be a small change to the position's"
 )
 
 
 @exercise("predict")
-def check_pe_norm(answer: object) -> CheckResult:
-    """||PE(1000)|| for d_model = 512: sqrt(256) = 16."""
-    return check_number(answer, 16.0, name="pe_norm", rtol=0.01,
-                        label="||PE(1000)|| for d_model = 512", explanation=_NORM_EXPLANATION)
+def check_input_length(answer: object) -> CheckResult:
+    """||sqrt(512) W_E[id] + PE(1000)|| for W_E entries of mean 0 and variance 1/512:
+    about sqrt(512 + 256) ≈ 27.7 (one draw lands within about 3%)."""
+    label = "length of sqrt(d_model) e + PE(1000), d_model = 512"
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and math.isfinite(answer):
+        for value, why in _INPUT_MISTAKES.items():
+            if abs(answer - value) <= 0.02 * value:
+                print(f"  ✗ {label}: {answer:.6g} is {why}. {_INPUT_EXPLANATION}")
+                return CheckResult("input_length", Status.FAILED, [CaseResult(label, False, why)])
+    return check_number(answer, _INPUT_LENGTH, name="input_length", rtol=0.05, label=label,
+                        explanation=_INPUT_EXPLANATION)

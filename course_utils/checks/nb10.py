@@ -108,13 +108,33 @@ def _padded_causal(q, k, v, lengths):
     return attention.scaled_dot_product_attention(q, k, v, mask=keep, causal=True)
 
 
+def _padded_queries_see(func: Callable) -> Callable:
+    """``func`` itself, after checking that the rows of padded queries are not all zero: the
+    padding mask hides padded keys, and a padded query still sees the real keys before it."""
+    @wraps_answer(func)
+    def wrapper(q, k, v, lengths):
+        got = func(q, k, v, lengths)
+        weights = got[1] if isinstance(got, tuple) and len(got) == 2 else None
+        if isinstance(weights, torch.Tensor) and weights.shape == (len(lengths), q.shape[-2],
+                                                                   k.shape[-2]):
+            for b, length in enumerate(lengths):
+                if 0 < length < q.shape[-2] and torch.all(weights[b, length:] == 0):
+                    raise RuleBroken(f"the rows of sentence {b}'s padded queries ({length} and "
+                                     "after) are all 0: the padding mask is about keys (the last "
+                                     "axis), and a padded query still sees the real keys before "
+                                     "it")
+        return got
+    return wrapper
+
+
 @exercise("extend")
 def check_padded_causal_attention(func: Callable) -> CheckResult:
     """``func(q, k, v, lengths)`` for (B, N, d) tensors and B real lengths: ``(output, weights)``
     with key j visible to query i of sentence b when ``j <= i`` and ``j < lengths[b]``; a query
     that sees no key gets zeros."""
     def qkv(b, n, seed):
-        return randn(b, n, 4, seed=seed), randn(b, n, 4, seed=seed + 1), randn(b, n, 3, seed=seed + 2)
+        return (randn(b, n, 4, seed=seed), randn(b, n, 4, seed=seed + 1),
+                randn(b, n, 3, seed=seed + 2))
 
     cases = [
         Case((*qkv(2, 4, 40), [4, 4]), "two full sentences: the causal mask alone"),
@@ -122,6 +142,6 @@ def check_padded_causal_attention(func: Callable) -> CheckResult:
         Case((*qkv(3, 5, 46), [5, 1, 3]), "three sentences of lengths 5, 1 and 3"),
         Case((*qkv(2, 3, 49), [3, 0]), "sentence 1 is empty: every row sees nothing and must be 0"),
     ]
-    return check_function(func, cases=cases, reference=_padded_causal,
+    return check_function(_padded_queries_see(func), cases=cases, reference=_padded_causal,
                           name="padded_causal_attention", names=("output", "weights"),
                           rtol=1e-9, atol=1e-12)

@@ -13,6 +13,7 @@ from course_utils.checks import (
     RuleBroken,
     Status,
     check_function,
+    check_number,
     compare,
     wraps_answer,
 )
@@ -41,6 +42,27 @@ def test_a_stub_is_not_attempted_and_says_so(capsys):
     assert result.status is Status.NOT_ATTEMPTED and not result.passed and result.cases == []
     assert repr(result) == "stub: not attempted yet (replace `raise NotImplementedError` with code)"
     assert capsys.readouterr().out == ""
+
+
+def test_a_predict_stub_is_not_attempted_and_asks_for_a_number(capsys):
+    result = check_number(..., 5050, name="sum", label="1 + ... + 100", explanation="50 pairs")
+    assert result.status is Status.NOT_ATTEMPTED and result.cases == []
+    assert repr(result) == "sum: not attempted yet (replace `...` with your number)"
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("answer, verdict", [
+    (5050, "  ✓ 1 + ... + 100. 50 pairs of 101"),
+    (5000, "  ✗ 1 + ... + 100: expected about 5050 (within 0.5%), got 5000. 50 pairs of 101"),
+    ("5050", "  ✗ 1 + ... + 100: expected a number, got str '5050'. 50 pairs of 101"),
+    (float("nan"), "  ✗ 1 + ... + 100: expected a finite number, got nan. 50 pairs of 101"),
+    (True, "  ✗ 1 + ... + 100: expected a number, got bool True. 50 pairs of 101"),
+])
+def test_check_number_explains_the_right_value_either_way(answer, verdict, capsys):
+    result = check_number(answer, 5050, name="sum", label="1 + ... + 100", rtol=0.005,
+                          explanation="50 pairs of 101")
+    assert result.passed is verdict.startswith("  ✓")
+    assert capsys.readouterr().out == verdict + "\n"
 
 
 def test_a_failure_is_printed_with_its_reason(capsys):

@@ -110,6 +110,7 @@ class CheckResult:
     name: str
     status: Status
     cases: list[CaseResult]
+    todo: str = "replace `raise NotImplementedError` with code"  # what a stub asks of the learner
 
     @property
     def passed(self) -> bool:
@@ -121,7 +122,7 @@ class CheckResult:
 
     def __repr__(self) -> str:
         if self.status is Status.NOT_ATTEMPTED:
-            return f"{self.name}: not attempted yet (replace `raise NotImplementedError` with code)"
+            return f"{self.name}: not attempted yet ({self.todo})"
         return f"{self.name}: {self.status.value}: {self.n_passed} of {len(self.cases)} cases pass"
 
 
@@ -425,7 +426,7 @@ def check_number(
     ``explanation`` of the right value is printed whether the answer passes or fails.
     """
     if answer is Ellipsis:
-        return CheckResult(name, Status.NOT_ATTEMPTED, [])
+        return CheckResult(name, Status.NOT_ATTEMPTED, [], todo="replace `...` with your number")
     if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (int, float, np.number)):
         message = f"expected a number, got {_describe(answer)}"
     elif not np.isfinite(answer):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +78,8 @@ def _helper_codes() -> dict:
         helpers["torch.broadcast_shapes"] = sys.modules["torch"].broadcast_shapes
     codes = {}
     for name, helper in helpers.items():
-        function = inspect.unwrap(getattr(helper, "_implementation", helper))
+        target: Any = getattr(helper, "_implementation", helper)  # NumPy's dispatch wrapper
+        function = inspect.unwrap(target)
         if hasattr(function, "__code__"):
             codes[function.__code__] = name
     return codes

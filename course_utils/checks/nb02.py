@@ -5,6 +5,7 @@ from __future__ import annotations
 import dis
 import types
 from collections.abc import Callable
+from typing import NoReturn
 
 import numpy as np
 
@@ -36,6 +37,11 @@ _PRODUCTS = {"matmul", "vecdot", "matvec", "vecmat", "dot", "vdot", "inner", "te
              "einsum", "multi_dot"}  # NumPy's ready-made products (ufuncs and functions)
 
 
+def _refuse_product() -> NoReturn:
+    raise RuleBroken("it uses a ready-made product (`@`, np.dot, np.matmul, np.einsum or the "
+                     "like): the rule is to build each row of the product yourself")
+
+
 class _RowsOnly(np.ndarray):
     """An array that enforces Exercise 1's rule: no ready-made product, no multiplication of more
     than one row of the result at a time (an all-at-once broadcast), and no more reads than a
@@ -44,8 +50,7 @@ class _RowsOnly(np.ndarray):
     budget = {"reads": 0, "limit": 0, "row": 0}
 
     def _refuse(self, *args, **kwargs):
-        raise RuleBroken("it uses a ready-made product (`@`, np.dot, np.matmul, np.einsum or the "
-                         "like): the rule is to build each row of the product yourself")
+        _refuse_product()
 
     __matmul__ = __rmatmul__ = __imatmul__ = dot = _refuse
 
@@ -98,7 +103,7 @@ def _read_code(func: Callable) -> None:
         todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
         if any(ins.opname == "BINARY_OP" and ins.argrepr in ("@", "@=")
                for ins in dis.get_instructions(code)) or _PRODUCTS & set(code.co_names):
-            _RowsOnly._refuse(None)
+            _refuse_product()
         unwrap = sorted(_UNWRAP & set(code.co_names))
         if unwrap:
             raise RuleBroken(f"it turns the inputs into plain arrays ({unwrap[0]}), out of the "

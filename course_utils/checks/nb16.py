@@ -124,7 +124,8 @@ class Stream:
         self._buffers = [np.empty((max(len(it[p] if isinstance(it, tuple) else it)
                                        for it in self._items), *part.shape[1:]))
                          for p, part in enumerate(first)]
-        self._watch_memory, self._baseline, self._tracing = watch_memory, None, False
+        self._watch_memory, self._tracing = watch_memory, False
+        self._baseline: int | None = None
         item_bytes = max(sum(np.asarray(part).nbytes
                              for part in (it if isinstance(it, tuple) else (it,)))
                          for it in self._items)

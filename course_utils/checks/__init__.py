@@ -18,6 +18,7 @@ import copy
 import functools
 import inspect
 import re
+import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -336,6 +337,28 @@ def _changed_argument(func: Callable, case: Case, args: tuple, kwargs: dict) -> 
             return (f"changed its argument `{_argument_name(func, key)}` in place: work on a copy,"
                     " the caller still needs its data")
     return None
+
+
+def lines_run(func: Callable, *args: Any) -> tuple[object, int]:
+    """``func(*args)`` and how many lines of its own source file ran: a rule such as "no loop" is
+    enforced by the count (a loop runs its lines again for every item)."""
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    count = 0
+
+    def count_lines(frame, event, arg):
+        nonlocal count
+        count += event == "line"
+        return count_lines
+
+    def trace(frame, event, arg):
+        return count_lines if code and frame.f_code.co_filename == code.co_filename else None
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        return func(*args), count
+    finally:
+        sys.settrace(previous)
 
 
 def check_function(

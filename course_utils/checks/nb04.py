@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import io
 import math
-import sys
 import tokenize
 from collections.abc import Callable
 
@@ -18,6 +17,7 @@ from course_utils.checks import (
     check_function,
     check_number,
     exercise,
+    lines_run,
     wraps_answer,
 )
 from course_utils.stats import standardize
@@ -142,27 +142,6 @@ def _names_used(func: Callable) -> set[str]:
     return {token.string for token in tokens if token.type == tokenize.NAME}
 
 
-def _lines_run(func: Callable, *args) -> tuple[object, int]:
-    """``func(*args)`` and how many lines of its own source file ran (a loop repeats lines)."""
-    code = getattr(inspect.unwrap(func), "__code__", None)
-    count = 0
-
-    def count_lines(frame, event, arg):
-        nonlocal count
-        count += event == "line"
-        return count_lines
-
-    def trace(frame, event, arg):
-        return count_lines if code and frame.f_code.co_filename == code.co_filename else None
-
-    previous = sys.gettrace()
-    sys.settrace(trace)
-    try:
-        return func(*args), count
-    finally:
-        sys.settrace(previous)
-
-
 @exercise("constrain")
 def check_sample_from_uniforms(func: Callable) -> CheckResult:
     """``func(probs, u)``: for each uniform number u[j], the first category i with
@@ -175,7 +154,7 @@ def check_sample_from_uniforms(func: Callable) -> CheckResult:
     def by_comparison(probs, u):
         if searches:
             probs.view(_NoSearch)._refuse()
-        result, lines = _lines_run(func, probs.view(_NoSearch), u.view(_NoSearch))
+        result, lines = lines_run(func, probs.view(_NoSearch), u.view(_NoSearch))
         if lines > _LINE_BUDGET:
             raise RuleBroken(f"it loops over the draws ({lines} lines of Python ran for "
                              f"{len(u)} of them): compare all of u with all the cumulative sums "

@@ -4,9 +4,7 @@ formula in the offset, positions added to a batch, and the length of an input ro
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
-import sys
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -21,31 +19,11 @@ from course_utils.checks import (
     check_function,
     check_number,
     exercise,
+    lines_run,
     wraps_answer,
 )
 
 _LINE_BUDGET = 200  # lines of the learner's file per call: a loop over 1000 positions runs more
-
-
-def _lines_run(func: Callable, *args) -> tuple[object, int]:
-    """``func(*args)`` and how many lines of its own source file ran (a loop repeats lines)."""
-    code = getattr(inspect.unwrap(func), "__code__", None)
-    count = 0
-
-    def count_lines(frame, event, arg):
-        nonlocal count
-        count += event == "line"
-        return count_lines
-
-    def trace(frame, event, arg):
-        return count_lines if code and frame.f_code.co_filename == code.co_filename else None
-
-    previous = sys.gettrace()
-    sys.settrace(trace)
-    try:
-        return func(*args), count
-    finally:
-        sys.settrace(previous)
 
 
 @contextlib.contextmanager
@@ -81,7 +59,7 @@ def check_sinusoidal_encoding(func: Callable) -> CheckResult:
     @wraps_answer(func)
     def vectorized(n_positions, d_model):
         with _forbidden(_LIBRARY_RULE, "sinusoidal_encoding"):
-            pe, lines = _lines_run(func, n_positions, d_model)
+            pe, lines = lines_run(func, n_positions, d_model)
         if lines > _LINE_BUDGET:
             raise RuleBroken(f"it loops over the positions ({lines} lines of Python ran for "
                              f"{n_positions} of them): compute all the angles as one array, "

@@ -134,7 +134,7 @@ ROWS = [
                                       "not a search: scipy.optimize.minimize_scalar was called"),
         searched_imported=(best_step_searched_imported,
                            "the rule is calculus, not a search: scipy.optimize.minimize_scalar "
-                           "was called; set E'(h) = 0 and solve for h"),
+                           "was called; set E'(s) = 0 and solve for s"),
         signed=(lambda *args: best_step(*args, size=lambda v: v),
                 "1/x at 0.1: f''' = -6/x^4 is negative, use its size: expected a float, got "
                 "complex"),
@@ -147,7 +147,7 @@ ROWS = [
         unchanged_integers=(gradient_buggy, "integers in: a step of 1e-5 needs floats: integer "
                                             "input: the answer came back as integers (int64, "
                                             "[249999, 350000])"),
-        restores_but_integers=(gradient_restores, "so the step was 0 or a whole 1, never h = "
+        restores_but_integers=(gradient_restores, "so the step was 0 or a whole 1, never s = "
                                                   "1e-5: work on a float copy of x"),
         float_but_in_place=(gradient_float_in_place, "x^2 + y^2 at (3, 4) -> (6, 8): changed its "
                                                      "argument `x` in place"),

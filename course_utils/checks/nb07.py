@@ -28,7 +28,7 @@ def _best_step(fx: float, f3x: float, eps: float) -> float:
 
 
 _SEARCH_RULE = (
-    "the rule is calculus, not a search: {name} was called; set E'(h) = 0 and solve for h"
+    "the rule is calculus, not a search: {name} was called; set E'(s) = 0 and solve for s"
 )
 _SEARCHES = ("minimize_scalar", "minimize", "fminbound", "brent", "golden", "brentq", "brenth",
              "bisect", "ridder", "newton", "root_scalar", "root", "fsolve", "least_squares")
@@ -66,8 +66,8 @@ def _forbidden_search(func: Callable) -> Any:
 
 @exercise("derive")
 def check_best_step(func: Callable[[float, float, float], float]) -> CheckResult:
-    """``func(fx, f3x, eps)``: the step h that minimises section 3's error model of the central
-    difference, E(h) = h²/6 · |f'''(x)| + ε·|f(x)|/h, which is h = (3ε|f(x)| / |f'''(x)|)^(1/3);
+    """``func(fx, f3x, eps)``: the step s that minimises section 3's error model of the central
+    difference, E(s) = s²/6 · |f'''(x)| + ε·|f(x)|/s, which is s = (3ε|f(x)| / |f'''(x)|)^(1/3);
     SciPy's minimisers and root finders raise :class:`RuleBroken` while ``func`` runs."""
     @wraps_answer(func)
     def answer(fx: float, f3x: float, eps: float) -> Any:
@@ -105,8 +105,8 @@ def _log_sum_exp(v):
 
 _INTEGER_STEP = (
     "integer input: the answer came back as integers ({dtype}, {values}). An integer array cannot "
-    "hold x + h: storing 3 + 1e-5 truncates it to 3 (and 3 - 2e-5 to 2), so the step was 0 or a "
-    "whole 1, never h = 1e-5: work on a float copy of x"
+    "hold x + s: storing 3 + 1e-5 truncates it to 3 (and 3 - 2e-5 to 2), so the step was 0 or a "
+    "whole 1, never s = 1e-5: work on a float copy of x"
 )
 
 

@@ -197,7 +197,7 @@ def check_uncorrected_step(func: Callable[..., np.ndarray]) -> CheckResult:
 _FLOPS_EXPLANATION = (
     "P = 64·256 + 256·64 = 32 768 weights. Each layer's backward computes Xᵀ G and G Wᵀ, "
     "2·N·D_in·D_out FLOPs each, 4NP = 13 107 200 in all; but the first layer's input is the data, "
-    "so its dL/dX (2·100·64·256 = 3 276 800) is not computed: 9 830 400 FLOPs."
+    "so its dℒ/dX (2·100·64·256 = 3 276 800) is not computed: 9 830 400 FLOPs."
 )
 
 

@@ -453,16 +453,16 @@ def decoder_block() -> Figure:
     sub = (2.8, 0.9)
     add = (2.0, 0.55)
     boxes = {
-        "input": (0.0, 0.0, "decoder input X: (B, T, d_model)\ntarget embeddings + positions",
-                  "white"),
+        "input": (0.0, 0.0,
+                  "decoder input X: (B, N_tgt, d_model)\ntarget embeddings + positions", "white"),
         "self": (0.0, 1.8, "masked multi-head\nself-attention", SKY),
         "add 1": (0.0, 3.0, "add & norm", YELLOW),
         "cross": (0.0, 4.5, "multi-head\ncross-attention", SKY),
         "add 2": (0.0, 5.7, "add & norm", YELLOW),
         "ffn": (0.0, 7.2, "feed-forward", ORANGE),
         "add 3": (0.0, 8.4, "add & norm", YELLOW),
-        "output": (0.0, 9.8, "output: (B, T, d_model)\nto the next layer", "white"),
-        "memory": (-4.2, 4.5, "encoder output M\n(B, S, d_model)", "white"),
+        "output": (0.0, 9.8, "output: (B, N_tgt, d_model)\nto the next layer", "white"),
+        "memory": (-4.2, 4.5, "encoder output M\n(B, N_src, d_model)", "white"),
     }
     sizes = {"input": (4.0, 0.9), "output": (3.4, 0.9), "memory": (2.6, 0.9),
              "self": sub, "cross": sub, "ffn": sub, "add 1": add, "add 2": add, "add 3": add}
@@ -495,17 +495,18 @@ def encoder_decoder() -> Figure:
     fig, ax = _white_figure((10.0, 8.4))
     enc, dec = 0.0, 6.0
     boxes = {
-        "src": (enc, 0.0, "source tokens\n$x_1 \\dots x_S$", "white"),
+        "src": (enc, 0.0, "source tokens\nsrc: (B, N_src)", "white"),
         "src embed": (enc, 1.4, "embedding $\\cdot\\sqrt{d_{model}}$\n+ positions", PURPLE),
         "enc self": (enc, 3.0, "self-attention\n+ add & norm", SKY),
         "enc ffn": (enc, 4.3, "feed-forward\n+ add & norm", ORANGE),
         "memory": (enc, 6.0, "memory M\n(B, S, d_model)", "white"),
-        "tgt": (dec, 0.0, "target, shifted right\n<bos> $y_1 \\dots y_{T-1}$", "white"),
+        "tgt": (dec, 0.0, "target, shifted right\n<bos> $y_1 \\dots y_{N_\\mathrm{tgt}-1}$",
+                "white"),
         "tgt embed": (dec, 1.4, "embedding $\\cdot\\sqrt{d_{model}}$\n+ positions", PURPLE),
         "dec self": (dec, 3.0, "masked self-attention\n+ add & norm", SKY),
         "cross": (dec, 4.3, "cross-attention\n+ add & norm", SKY),
         "dec ffn": (dec, 5.6, "feed-forward\n+ add & norm", ORANGE),
-        "linear": (dec, 7.2, "linear $W_{out}$\n→ logits (B, T, V)", PURPLE),
+        "linear": (dec, 7.2, "linear $W_{out}$\n→ logits (B, N_tgt, V)", PURPLE),
         "softmax": (dec, 8.5, "softmax\n→ next-token probabilities", "white"),
     }
     arrows = [("src", "src embed", ""), ("src embed", "enc self", ""),
@@ -543,7 +544,7 @@ def training_loop() -> Figure:
         "tgt_in": (5.6, 1.8, "tgt_in: <bos>\n+ target", SKY),
         "tgt_out": (5.6, 5.0, "tgt_out: target\n+ <eos>", YELLOW),
         "model": (8.6, 2.6, "Transformer\n\nencoder: src\ndecoder: tgt_in", PURPLE),
-        "logits": (11.4, 2.6, "logits\n(B, T, V)", "white"),
+        "logits": (11.4, 2.6, "logits\n(B, N_tgt, V)", "white"),
         "loss": (11.4, 5.0, "cross-entropy\n(skips <pad>)", YELLOW),
         "backward": (11.4, 0.0, "backward:\ngradients", ORANGE),
         "step": (8.6, 0.0, "clip, AdamW step\n(warm-up lr)", ORANGE),

@@ -130,7 +130,7 @@ ROWS = [
                                         "overflowed to inf at x = 1000"),
         clipped=(sigmoid_clipped, "d = -1000: the first score gets e^-1000, 0 in float64: "
                                   "values differ: expected [0.], got [9.85967654e-305]"),
-        wrong_sign=(sigmoid_wrong_sign, "d and -d give p and 1 - p: values differ"),
+        wrong_sign=(sigmoid_wrong_sign, "d and -d give q and 1 - q: values differ"),
     ),
     *right(nb05.check_softmax_fp16, worked=softmax_fp16_fixed,
            torch=lambda s: torch.softmax(s, dim=-1)),

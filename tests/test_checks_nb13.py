@@ -127,7 +127,8 @@ ROWS = [
         padding_fixed_only=(lambda t, s: given_decoder_masks(t, s, padding_axis="keys"),
                             "self_mask lets query 0 read key 1 > 0"),
         causal_cross=(lambda t, s: decoder_masks(t, s, causal_cross=True),
-                      "T = S = 4, no padding: cross-attention is still not causal: cross_mask: "
+                      "N_tgt = N_src = 4, no padding: cross-attention is still not causal: "
+                      "cross_mask: "
                       "values differ in 12 of 32 entries of shape (2, 4, 4)"),
         no_target_padding=(lambda t, s: decoder_masks(t, s, key_padding=None),
                            "self_mask lets query 2 of sentence 1 read key 2, a padded target "
@@ -182,24 +183,26 @@ ROWS = [
         autograd=(rnn_jacobian_by_autograd, "one step, d = 3: rnn_jacobian_by_autograd must "
                   "apply the chain rule itself, in NumPy"),
         no_tanh_slope=(lambda s0, xs, w_h, w_x: np.linalg.matrix_power(w_h, len(xs)),
-                       "a large W_h: tanh saturates: values differ"),
+                       "a large W_s: tanh saturates: values differ"),
     ),
     *right(nb13.check_decoder_layer_flops, worked=decoder_layer_flops,
            counted=decoder_layer_flops_counted),
     *wrong(
         nb13.check_decoder_layer_flops,
         keys_from_target=(lambda *args: decoder_layer_flops(*args, kv_length=lambda t, s: t),
-                          "T = 20 != S = 35: keys and values come from the source: "
-                          "cross-attention reads the S source positions"),
+                          "N_tgt = 20 != N_src = 35: keys and values come from the source: "
+                          "cross-attention reads the N_src source positions"),
         kv_projections_from_target=(lambda t, s, d, d_ff: decoder_layer_flops(t, s, d, d_ff)
                                     - 4 * (s - t) * d * d,
-                                    "T = 20 != S = 35: keys and values come from the source: "
-                                    "cross-attention's K and V are projected from the S source "
-                                    "rows"),
+                                    "N_tgt = 20 != N_src = 35: keys and values come from the "
+                                    "source: "
+                                    "cross-attention's K and V are projected from the N_src "
+                                    "source rows"),
         causal_saving=(lambda t, s, d, d_ff: decoder_layer_flops(t, s, d, d_ff) - 2 * t * t * d,
                        "9,984: the causal mask saves nothing"),
         no_cross_attention=(lambda *args: decoder_layer_flops(*args, cross=False),
-                            "T = 4, S = 6, d = 8, d_ff = 32: 9,984: values differ: expected "
+                            "N_tgt = 4, N_src = 6, d = 8, d_ff = 32: 9,984: values differ: "
+                            "expected "
                             "9984, got 6656"),
         one_ffn_product=(lambda *args: decoder_layer_flops(*args, ffn_matrices=1),
                          "expected 9984, got 7936"),

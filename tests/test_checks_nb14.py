@@ -151,23 +151,23 @@ ROWS = [
     *wrong(
         nb14.check_smoothed_cross_entropy,
         wrong_tokens_only=(lambda *args: smoothed_cross_entropy(*args, spread="others"),
-                           "eps = 1: the target is uniform: this gives ε/(V − 1) to each wrong "
+                           "alpha = 1: the target is uniform: this gives α/(V − 1) to each wrong "
                            "token only"),
-        torch=(smoothed_cross_entropy_by_torch, "the paper's eps = 0.1, padding at the ends of "
+        torch=(smoothed_cross_entropy_by_torch, "the paper's alpha = 0.1, padding at the ends of "
                "rows: smoothed_cross_entropy_by_torch must build the smoothed target itself"),
         course_utils=(sequence_loss, "sequence_loss must build the smoothed target itself"),
         mean_with_padding=(lambda logits, targets, pad_id, eps: smoothed_cross_entropy_from_q(
             logits, targets, -1, eps),  # no target equals -1: every position is averaged
                            "the padded positions are averaged in with their own losses"),
         no_one_minus_eps=(lambda *args: smoothed_cross_entropy(*args, keep=1.0),
-                          "the paper's eps = 0.1, padding at the ends of rows: values differ"),
+                          "the paper's alpha = 0.1, padding at the ends of rows: values differ"),
         eps_per_token=(lambda *args: smoothed_cross_entropy(*args, spread="sum"),
-                       "the paper's eps = 0.1, padding at the ends of rows: values differ"),
+                       "the paper's alpha = 0.1, padding at the ends of rows: values differ"),
         counts_padding=(lambda *args: smoothed_cross_entropy(*args, divide_by_all=True),
-                        "eps = 0: section 4's loss: the mean is taken over every position, "
+                        "alpha = 0: section 4's loss: the mean is taken over every position, "
                         "padding included"),
         ignores_eps=(lambda logits, targets, pad_id, eps: smoothed_cross_entropy(
-            logits, targets, pad_id, 0.0), "eps = 1: the target is uniform: values differ"),
+            logits, targets, pad_id, 0.0), "alpha = 1: the target is uniform: values differ"),
         log_of_softmax=(lambda *args: smoothed_cross_entropy(
             *args, log_p=lambda z, dim: torch.log(torch.softmax(z, dim=dim))),
                         "large logits: log_softmax, not log(softmax): values differ"),

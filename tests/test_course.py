@@ -24,9 +24,8 @@ import notebooks as nbtools  # noqa: E402
 PATHS = nbtools.notebook_paths()
 NAMES = [p.name for p in PATHS]
 NAME_RE = re.compile(r"^(\d\d)_[a-z0-9]+(_[a-z0-9]+)*\.ipynb$")
-SOLUTION_RE = re.compile(
-    r"<details>\s*<summary>\s*Solution\s*</summary>\s*```python\n(.*?)```\s*</details>", re.S
-)
+SOLUTION_RE = re.compile(r"<details>\s*<summary>\s*Solution\s*</summary>(.*?)</details>", re.S)
+FENCE_RE = re.compile(r"```python\n(.*?)```", re.S)  # a solution's code: its last fence
 # A row of CONTRIBUTING.md's notebook map: number, notebook, modules, checker, test files.
 CONTRIBUTING_ROW_RE = re.compile(
     r"^\| (\d\d) \| \[[^\]]*\]\(notebooks/([^)]+)\) \| (.*) \| (.*) \| (.*) \|$", re.M
@@ -42,7 +41,8 @@ def code_cells(nb):
 
 
 def solutions(nb) -> list[str]:
-    return [m for c in nb.cells if c.cell_type == "markdown" for m in SOLUTION_RE.findall(c.source)]
+    blocks = [m for c in nb.cells if c.cell_type == "markdown" for m in SOLUTION_RE.findall(c.source)]
+    return [FENCE_RE.findall(block)[-1] for block in blocks if FENCE_RE.search(block)]
 
 
 def imported_modules(nb) -> set[str]:

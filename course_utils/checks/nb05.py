@@ -76,7 +76,7 @@ def check_sigmoid(func: Callable) -> CheckResult:
     cases = [
         Case((np.array([0.0]),), "equal scores, d = 0: one half"),
         Case((np.array([np.log(3.0)]),), "d = ln 3: e^d = 3 times the weight, so 3/4"),
-        Case((np.array([2.0, 1.0, -1.0, -2.0]),), "d and -d give p and 1 - p"),
+        Case((np.array([2.0, 1.0, -1.0, -2.0]),), "d and -d give q and 1 - q"),
         Case((np.array([1000.0]),), "d = 1000: the first score takes everything, 1"),
         Case((np.array([-1000.0]),), "d = -1000: the first score gets e^-1000, 0 in float64"),
         Case((np.linspace(-30, 30, 13),), "13 differences from -30 to 30"),

@@ -71,10 +71,10 @@ def _mask_problem(got: Any, tgt_mask: torch.Tensor, src_mask: torch.Tensor) -> s
 
 @exercise("debug")
 def check_decoder_masks(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> CheckResult:
-    """``func(tgt_mask, src_mask)``: padding masks (B, T) and (B, S), True = real token, to the
-    boolean masks (True = may attend) of the decoder's self-attention, causal and without padded
-    keys, (B, T, T), and of its cross-attention, without padded source keys, (B, T, S). A mask
-    that lets a query read the future or a padded key is named as such."""
+    """``func(tgt_mask, src_mask)``: padding masks (B, N_tgt) and (B, N_src), True = real token,
+    to the boolean masks (True = may attend) of the decoder's self-attention, causal and without
+    padded keys, (B, N_tgt, N_tgt), and of its cross-attention, without padded source keys,
+    (B, N_tgt, N_src). A mask that lets a query read the future or a padded key is named as such."""
 
     @wraps_answer(func)
     def watched(tgt_mask: torch.Tensor, src_mask: torch.Tensor) -> Any:
@@ -86,12 +86,13 @@ def check_decoder_masks(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) 
 
     cases = [
         Case((_lengths([3, 2], 3), _lengths([3, 5], 5)),
-             "T = 3, S = 5, padding in the second target and the first source"),
+             "N_tgt = 3, N_src = 5, padding in the second target and the first source"),
         Case((_lengths([4, 4], 4), _lengths([4, 4], 4)),
-             "T = S = 4, no padding: cross-attention is still not causal"),
-        Case((_lengths([4, 2, 3], 4), _lengths([4, 1, 4], 4)), "T = S = 4, three sentences"),
-        Case((_lengths([1], 1), _lengths([3], 6)), "T = 1: one target position"),
-        Case((_lengths([5, 3], 5), _lengths([2, 1], 2)), "T = 5 > S = 2"),
+             "N_tgt = N_src = 4, no padding: cross-attention is still not causal"),
+        Case((_lengths([4, 2, 3], 4), _lengths([4, 1, 4], 4)),
+             "N_tgt = N_src = 4, three sentences"),
+        Case((_lengths([1], 1), _lengths([3], 6)), "N_tgt = 1: one target position"),
+        Case((_lengths([5, 3], 5), _lengths([2, 1], 2)), "N_tgt = 5 > N_src = 2"),
     ]
     return check_function(watched, cases=cases, reference=_decoder_masks, name="decoder_masks",
                           names=("self_mask", "cross_mask"), exact_dtype=True)
@@ -191,7 +192,7 @@ def _autograd_refused(name: str) -> Iterator[None]:
 
 @exercise("derive")
 def check_rnn_jacobian(func: Callable[..., np.ndarray]) -> CheckResult:
-    """``func(s0, xs, w_h, w_x)``: for s_t = tanh(s_{t−1} W_h + x_t W_x), the (d, d) matrix J with
+    """``func(s0, xs, w_s, w_x)``: for s_t = tanh(s_{t−1} W_s + x_t W_x), the (d, d) matrix J with
     δs_N = δs_0 J, J[i, j] = ∂s_N[j]/∂s_0[i], by the chain rule: autograd is refused while
     ``func`` runs. Compared with autograd; the transpose (the column convention's Jacobian), the
     reverse order of the factors and a slope taken at the wrong number are named as such."""
@@ -222,7 +223,7 @@ def check_rnn_jacobian(func: Callable[..., np.ndarray]) -> CheckResult:
         Case(case(3, 3, 1), "one step, d = 3"),
         Case(case(4, 4, 5), "five steps, d = 4"),
         Case(case(4, 2, 6), "inputs of size 2, state of size 4: W_x is (2, 4)"),
-        Case(case(5, 5, 8, scale=3.0), "a large W_h: tanh saturates"),
+        Case(case(5, 5, 8, scale=3.0), "a large W_s: tanh saturates"),
         Case((np.zeros(3), np.zeros((0, 3)), np.eye(3), np.eye(3)),
              "no steps at all: s_N = s_0, the identity"),
     ]
@@ -241,24 +242,28 @@ def _decoder_layer_flop_slips(t: int, s: int, d: int, d_ff: int) -> list[tuple[i
     return [
         (right - 2 * t * d * d, "cross-attention's output projection W^O is missing"),
         (right - 2 * t * t * d, "the causal mask saves nothing: the masked scores are computed "
-         "all the same, so self-attention's two T x T products count in full"),
-        (right - 4 * (s - t) * d * d, "cross-attention's K and V are projected from the S "
-         "source rows of M, not from the T target rows"),
-        (right - 4 * (s - t) * d * d - 4 * t * (s - t) * d, "cross-attention reads the S source "
-         "positions: its K and V have S rows, and its score matrix is T x S, not T x T"),
+         "all the same, so self-attention's two N_tgt x N_tgt products count in full"),
+        (right - 4 * (s - t) * d * d, "cross-attention's K and V are projected from the "
+         "N_src source rows of M, not from the N_tgt target rows"),
+        (right - 4 * (s - t) * d * d - 4 * t * (s - t) * d, "cross-attention reads the N_src "
+         "source positions: its K and V have N_src rows, and its score matrix is N_tgt x N_src, "
+         "not N_tgt x N_tgt"),
     ]
 
 
 @exercise("extend")
 def check_decoder_layer_flops(func: Callable[[int, int, int, int], int]) -> CheckResult:
-    """``func(t, s, d, d_ff)``: the FLOPs of the matrix products of one decoder layer (batch 1,
-    2·m·k·n per product), 12·T·d² + 4·S·d² + 4·T²·d + 4·T·S·d + 4·T·d·d_ff, a Python int."""
+    """``func(n_tgt, n_src, d, d_ff)``: the FLOPs of the matrix products of one decoder layer
+    (batch 1, 2·m·k·n per product), 12·N_tgt·d² + 4·N_src·d² + 4·N_tgt²·d + 4·N_tgt·N_src·d
+    + 4·N_tgt·d·d_ff, a Python int."""
     cases = [
-        Case((4, 6, 8, 32), "T = 4, S = 6, d = 8, d_ff = 32: 9,984", expected=9984),
-        Case((32, 32, 512, 2048), "T = S = 32, the base model's widths"),
-        Case((20, 35, 512, 2048), "T = 20 != S = 35: keys and values come from the source"),
-        Case((1, 100, 64, 256), "T = 1: one target position reading a long source"),
-        Case((4096, 4096, 512, 2048), "T = S = 4096: the T² and T·S terms take over"),
+        Case((4, 6, 8, 32), "N_tgt = 4, N_src = 6, d = 8, d_ff = 32: 9,984", expected=9984),
+        Case((32, 32, 512, 2048), "N_tgt = N_src = 32, the base model's widths"),
+        Case((20, 35, 512, 2048),
+             "N_tgt = 20 != N_src = 35: keys and values come from the source"),
+        Case((1, 100, 64, 256), "N_tgt = 1: one target position reading a long source"),
+        Case((4096, 4096, 512, 2048),
+             "N_tgt = N_src = 4096: the N_tgt² and N_tgt·N_src terms take over"),
     ]
 
     @wraps_answer(func)

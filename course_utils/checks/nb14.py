@@ -29,7 +29,7 @@ def _pad_and_mask(sequences: list[list[int]], pad_id: int) -> tuple[torch.Tensor
 
 @exercise("practice")
 def check_pad_and_mask(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> CheckResult:
-    """``func(sequences, pad_id)`` = (right-padded int64 (B, L_max), bool mask True = real)."""
+    """``func(sequences, pad_id)`` = (right-padded int64 (B, N_max), bool mask True = real)."""
     cases = [
         Case(([[5, 6, 7], [8], [9, 10]], 0), "three lengths, pad 0"),
         Case(([[4, 4], [4, 4]], 0), "equal lengths: no padding at all"),
@@ -154,8 +154,8 @@ def _smoothed_slips(logits: torch.Tensor, targets: torch.Tensor, pad_id: int, ep
     others = (-log_q.sum(dim=-1) - nll) / (logits.shape[-1] - 1)
     loss = (1 - eps) * nll + eps * spread
     return [
-        (((1 - eps) * nll + eps * others)[real].mean(), "this gives ε/(V − 1) to each wrong token "
-         "only; the exercise's p gives ε/V to every token, the right one included"),
+        (((1 - eps) * nll + eps * others)[real].mean(), "this gives α/(V − 1) to each wrong token "
+         "only; the exercise's p gives α/V to every token, the right one included"),
         (loss[real].sum() / targets.numel(), "the mean is taken over every position, padding "
          "included: divide by the number of real target positions"),
         (loss.mean(), "the padded positions are averaged in with their own losses: keep only "
@@ -165,9 +165,9 @@ def _smoothed_slips(logits: torch.Tensor, targets: torch.Tensor, pad_id: int, ep
 
 @exercise("extend")
 def check_smoothed_cross_entropy(func: Callable[..., torch.Tensor]) -> CheckResult:
-    """``func(logits (B, T, V), targets (B, T), pad_id, eps)``: the mean over non-pad positions of
-    H(p, q) with the smoothed target p = (1 − ε)·onehot(y) + ε/V and the model's q = softmax(z),
-    that is (1 − ε)·(−log q_y) + ε·mean_v(−log q_v); ValueError when every target is padding.
+    """``func(logits (B, N_tgt, V), targets (B, N_tgt), pad_id, alpha)``: the mean over non-pad
+    positions of H(p, q) with the smoothed target p = (1 − α)·onehot(y) + α/V and the model's
+    q = softmax(z), that is (1 − α)·(−log q_y) + α·mean_v(−log q_v); ValueError when every target is padding.
     The rule: PyTorch's ``label_smoothing=`` (the reference) is refused while ``func`` runs."""
     import torch.nn.functional as F
 
@@ -198,9 +198,9 @@ def check_smoothed_cross_entropy(func: Callable[..., torch.Tensor]) -> CheckResu
     logits = torch.randn(3, 4, 6, generator=g)
     targets = torch.tensor([[1, 2, 3, 0], [4, 0, 0, 0], [5, 5, 1, 2]])
     cases = [
-        Case((logits, targets, 0, 0.1), "the paper's eps = 0.1, padding at the ends of rows"),
-        Case((logits, targets, 0, 0.0), "eps = 0: section 4's loss"),
-        Case((logits, targets, 0, 1.0), "eps = 1: the target is uniform"),
+        Case((logits, targets, 0, 0.1), "the paper's alpha = 0.1, padding at the ends of rows"),
+        Case((logits, targets, 0, 0.0), "alpha = 0: section 4's loss"),
+        Case((logits, targets, 0, 1.0), "alpha = 1: the target is uniform"),
         Case((logits, targets, 5, 0.1), "pad id 5 (then 0 is a real token)"),
         Case((100 * logits, targets, 0, 0.1), "large logits: log_softmax, not log(softmax)"),
         Case((logits, torch.zeros_like(targets), 0, 0.1), "only padding: nothing to average",

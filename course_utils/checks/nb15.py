@@ -168,7 +168,7 @@ class _SharedHeads(torch.Tensor):
         if name in _COPIES:
             raise RuleBroken(
                 f"it calls `{name}` on k or v: the rule is no copy of the K/V heads. Give the "
-                "queries a group axis instead, q.view(B, H_kv, g, L, d), and let k and v "
+                "queries a group axis instead, q.view(B, H_kv, G, N, d), and let k and v "
                 "broadcast over it with k[:, :, None]")
         if name == "__getitem__" and len(args) > 1:
             index = args[1] if isinstance(args[1], tuple) else (args[1],)
@@ -212,8 +212,8 @@ def _gqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
 @exercise("constrain")
 def check_gqa_attention(func: Callable) -> CheckResult:
-    """``func(q, k, v)``: grouped-query attention (no mask), q ``(B, H_q, L, d)``, k and v
-    ``(B, H_kv, L, d)``, query head ``h`` reading K/V head ``h // (H_q / H_kv)``, without
+    """``func(q, k, v)``: grouped-query attention (no mask), q ``(B, H_q, N, d)``, k and v
+    ``(B, H_kv, N, d)``, query head ``i`` reading K/V head ``i // (H_q / H_kv)``, without
     copying or repeating the K/V heads."""
     cases = [
         Case((randn(1, 4, 5, 8, seed=1), randn(1, 2, 5, 8, seed=2), randn(1, 2, 5, 8, seed=3)),

@@ -448,7 +448,7 @@ def decoder_block() -> Figure:
     """One decoder layer of notebook 13, post-LN as in the paper: masked self-attention,
     cross-attention (queries from below, keys and values from the encoder's output M) and the
     feed-forward network, each followed by "add & norm" and bypassed by a residual path from
-    its input to that sum. The layer is repeated N_dec times. Returns the ``Figure``."""
+    its input to that sum. The layer is repeated L_dec times. Returns the ``Figure``."""
     fig, ax = _white_figure((7.5, 8.6))
     sub = (2.8, 0.9)
     add = (2.0, 0.55)
@@ -499,7 +499,7 @@ def encoder_decoder() -> Figure:
         "src embed": (enc, 1.4, "embedding $\\cdot\\sqrt{d_{model}}$\n+ positions", PURPLE),
         "enc self": (enc, 3.0, "self-attention\n+ add & norm", SKY),
         "enc ffn": (enc, 4.3, "feed-forward\n+ add & norm", ORANGE),
-        "memory": (enc, 6.0, "memory M\n(B, S, d_model)", "white"),
+        "memory": (enc, 6.0, "memory M\n(B, N_src, d_model)", "white"),
         "tgt": (dec, 0.0, "target, shifted right\n<bos> $y_1 \\dots y_{N_\\mathrm{tgt}-1}$",
                 "white"),
         "tgt embed": (dec, 1.4, "embedding $\\cdot\\sqrt{d_{model}}$\n+ positions", PURPLE),

@@ -41,7 +41,8 @@ def code_cells(nb):
 
 
 def solutions(nb) -> list[str]:
-    blocks = [m for c in nb.cells if c.cell_type == "markdown" for m in SOLUTION_RE.findall(c.source)]
+    blocks = [m for c in nb.cells if c.cell_type == "markdown"
+              for m in SOLUTION_RE.findall(c.source)]
     return [FENCE_RE.findall(block)[-1] for block in blocks if FENCE_RE.search(block)]
 
 

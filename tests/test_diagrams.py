@@ -140,7 +140,7 @@ ARCHITECTURE = {
                        "feed-forward", "K, V", "Q", "Q, K, V", "residual", "× L_dec\nlayers"]),
     "encoder_decoder": (diagrams.encoder_decoder, 4 + 6 + 1,
                         ["self-attention\n+ add & norm", "masked self-attention\n+ add & norm",
-                         "cross-attention\n+ add & norm", "memory M\n(B, S, d_model)", "K, V",
+                         "cross-attention\n+ add & norm", "memory M\n(B, N_src, d_model)", "K, V",
                          "× L_enc", "× L_dec"]),
     "training_loop": (diagrams.training_loop, 10 + 2,
                       ["tgt_in: <bos>\n+ target", "tgt_out: target\n+ <eos>", "labels",

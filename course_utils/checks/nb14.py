@@ -167,7 +167,8 @@ def _smoothed_slips(logits: torch.Tensor, targets: torch.Tensor, pad_id: int, ep
 def check_smoothed_cross_entropy(func: Callable[..., torch.Tensor]) -> CheckResult:
     """``func(logits (B, N_tgt, V), targets (B, N_tgt), pad_id, alpha)``: the mean over non-pad
     positions of H(p, q) with the smoothed target p = (1 − α)·onehot(y) + α/V and the model's
-    q = softmax(z), that is (1 − α)·(−log q_y) + α·mean_v(−log q_v); ValueError when every target is padding.
+    q = softmax(z), that is (1 − α)·(−log q_y) + α·mean_v(−log q_v); ValueError when every
+    target is padding.
     The rule: PyTorch's ``label_smoothing=`` (the reference) is refused while ``func`` runs."""
     import torch.nn.functional as F
 

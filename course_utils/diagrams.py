@@ -140,7 +140,7 @@ def pipeline() -> Figure:
     ax.text(bottom_x[-1] - 4.3, bottom + 0.2, "update every weight:\nembeddings, attention,\n"
             "feed-forward, logits", ha="center", va="center", fontsize=9, color=VERMILLION)
 
-    ax.text(top_x[0] - 0.75, top + 1.45, "forward pass: the model computes", ha="left",
+    ax.text(top_x[0] - 0.75, top + 2.1, "forward pass: the model computes", ha="left",
             fontsize=11, fontweight="bold", color=BLACK)
     ax.text(bottom_x[0] + 0.75, bottom - 1.05, "training: the model learns", ha="right",
             fontsize=11, fontweight="bold", color=BLACK)
@@ -150,7 +150,7 @@ def pipeline() -> Figure:
              "tiled attention (no N×N matrix): 16")
     ax.text(top_x[0] - 0.75, bottom - 1.3, notes, ha="left", va="top", fontsize=9,
             color=BLACK, linespacing=1.6)
-    ax.set(xlim=(top_x[0] - 1.0, top_x[-1] + 1.0), ylim=(bottom - 2.15, top + 1.9))
+    ax.set(xlim=(top_x[0] - 1.0, top_x[-1] + 1.0), ylim=(bottom - 2.15, top + 2.45))
     ax.set_aspect("equal")
     fig.tight_layout()
     return fig

@@ -78,13 +78,13 @@ def _white_figure(figsize: tuple[float, float]) -> tuple[Figure, Axes]:
 
 
 def _box(ax: Axes, x: float, y: float, text: str, label: str, color: str,
-         width: float = 1.5, height: float = 0.9) -> None:
+         width: float = 1.75, height: float = 0.9) -> None:
     from matplotlib.patches import FancyBboxPatch
 
     ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height,
                                 boxstyle="round,pad=0.02,rounding_size=0.12",
                                 facecolor=color, edgecolor=BLACK, lw=1.0))
-    ax.text(x, y + 0.08, text, ha="center", va="center", fontsize=10, color=BLACK)
+    ax.text(x, y + 0.08, text, ha="center", va="center", fontsize=9.5, color=BLACK)
     ax.text(x, y - height / 2 - 0.12, label, ha="center", va="top", fontsize=9, color=BLUE,
             fontweight="bold")
 
@@ -105,8 +105,8 @@ def pipeline() -> Figure:
     notes name 15 (today's language models) and 16 (tiled attention), and 01–04, the
     mathematics used everywhere. Returns the ``Figure``.
     """
-    fig, ax = _white_figure((10.5, 4.8))
-    spacing = 1.95
+    fig, ax = _white_figure((8.6, 4.7))
+    spacing = 2.15
     forward = [s for s in PIPELINE if s.phase == "forward"]
     training = [s for s in PIPELINE if s.phase == "training"]
     top, bottom = 2.6, 0.0
@@ -117,7 +117,7 @@ def pipeline() -> Figure:
     # the repeated layer: attention and feed-forward
     from matplotlib.patches import FancyBboxPatch
 
-    layer_left, layer_right = top_x[2] - 0.95, top_x[3] + 0.95
+    layer_left, layer_right = top_x[2] - 1.05, top_x[3] + 1.05
     ax.add_patch(FancyBboxPatch((layer_left, top - 0.85), layer_right - layer_left, 1.9,
                                 boxstyle="round,pad=0.02,rounding_size=0.15", facecolor="white",
                                 edgecolor=GREEN, lw=1.5, ls="--"))
@@ -130,12 +130,12 @@ def pipeline() -> Figure:
     for x, stage in zip(bottom_x, training, strict=True):
         _box(ax, x, bottom, stage.name, f"notebook {stage.notebooks}", YELLOW)
     for x0, x1 in zip(top_x[:-1], top_x[1:], strict=True):
-        _arrow(ax, (x0 + 0.75, top), (x1 - 0.75, top))
+        _arrow(ax, (x0 + 0.875, top), (x1 - 0.875, top))
     _arrow(ax, (top_x[-1], top - 0.45), (bottom_x[0], bottom + 0.45 + 0.02))
     for x0, x1 in zip(bottom_x[:-1], bottom_x[1:], strict=True):
-        _arrow(ax, (x0 - 0.75, bottom), (x1 + 0.75, bottom))
+        _arrow(ax, (x0 - 0.875, bottom), (x1 + 0.875, bottom))
     # the optimizer updates the weights of every stage that has them
-    _arrow(ax, (bottom_x[-1] - 0.75, bottom), (top_x[1], top - 0.75),
+    _arrow(ax, (bottom_x[-1] - 0.875, bottom), (top_x[1], top - 0.75),
            connectionstyle="arc3,rad=-0.25", color=VERMILLION, ls="-")
     ax.text(bottom_x[-1] - 4.3, bottom + 0.2, "update every weight:\nembeddings, attention,\n"
             "feed-forward, logits", ha="center", va="center", fontsize=9, color=VERMILLION)
@@ -695,19 +695,19 @@ def _matrix(ax: Axes, left: float, middle: float, rows: int, cols: int, color: s
 
 def matmul_backward(n: int = 4, d_in: int = 3, d_out: int = 2) -> Figure:
     """The three matrix products of a linear layer Y = X W (notebook 08), each matrix drawn as a
-    grid of cells: the forward Y = X W, and the backward ∂L/∂X = G Wᵀ and ∂L/∂W = Xᵀ G with
-    G = ∂L/∂Y. A variable and its gradient share a colour (X sky blue, W orange, Y and G
-    yellow), so each gradient is seen to have its variable's shape, (n, d_in) and (d_in, d_out).
-    Returns the ``Figure``."""
+    grid of cells: the forward Y = X W, and the backward ∂ℒ/∂X = G Wᵀ and ∂ℒ/∂W = Xᵀ G with
+    G = ∂ℒ/∂Y (ℒ the loss). A variable and its gradient share a colour (X sky blue, W orange,
+    Y and G yellow), so each gradient is seen to have its variable's shape, (n, d_in) and
+    (d_in, d_out). Returns the ``Figure``."""
     n, d_in, d_out = (check_int(v, name) for v, name in ((n, "n"), (d_in, "d_in"),
                                                           (d_out, "d_out")))
     x_color, w_color, y_color = SKY, ORANGE, YELLOW
     rows = [  # (title, result, first factor, second factor): (name, rows, cols, colour)
         ("forward", ("$Y$", n, d_out, y_color), ("$X$", n, d_in, x_color),
          ("$W$", d_in, d_out, w_color)),
-        ("backward", ("$\\partial L / \\partial X$", n, d_in, x_color),
+        ("backward", ("$\\partial \\mathcal{L} / \\partial X$", n, d_in, x_color),
          ("$G$", n, d_out, y_color), ("$W^\\top$", d_out, d_in, w_color)),
-        ("backward", ("$\\partial L / \\partial W$", d_in, d_out, w_color),
+        ("backward", ("$\\partial \\mathcal{L} / \\partial W$", d_in, d_out, w_color),
          ("$X^\\top$", d_in, n, x_color), ("$G$", n, d_out, y_color)),
     ]
     height = max(n, d_in, d_out) + 2.2
@@ -723,7 +723,7 @@ def matmul_backward(n: int = 4, d_in: int = 3, d_out: int = 2) -> Figure:
         widest = max(widest, _matrix(ax, right + 1.0, middle, second[1], second[2], second[3],
                                      second[0]))
     ax.text(-2.6, height / 2 + 0.3, f"N = {n} rows, D_in = {d_in}, D_out = {d_out};  "
-            "G = ∂L/∂Y has the shape of Y", ha="left", va="bottom", fontsize=9.5, color=BLACK)
+            "G = ∂ℒ/∂Y has the shape of Y", ha="left", va="bottom", fontsize=9.5, color=BLACK)
     bottom, top = -(len(rows) - 0.5) * height - 0.3, height / 2 + 1.1
     ax.set(xlim=(-2.8, widest + 0.5), ylim=(bottom, top))
     ax.set_aspect("equal")

@@ -1,5 +1,7 @@
 """Notebook 12's checkers: right answers pass, plausible mistakes fail with a reason."""
 
+import math
+
 import torch
 import torch.nn.functional as F
 from checker_table import right, table_test, wrong
@@ -60,7 +62,7 @@ ROWS = [
     *wrong(
         nb12.check_layer_norm,
         unbiased=(lambda *args, **kw: layer_norm(*args, **kw, correction=1),
-                  "the variance divides by d - 1"),
+                  "the variance divides by d_model - 1"),
         eps_outside=(lambda *args, **kw: layer_norm(*args, **kw, eps_place="outside"),
                      "ε is outside the square root"),
         no_eps=(lambda *args, **kw: layer_norm(*args, **kw, eps_place="none"),
@@ -72,13 +74,18 @@ ROWS = [
                      "eps = 0.1 matters: values differ"),
         in_place=(layer_norm_in_place, "changed its argument `x` in place"),
     ),
-    *right(nb12.check_swiglu_parameters, worked=3 * 4096 * 11008, rounded=1.35e8),
+    *right(nb12.check_llama_d_ff, worked=256 * math.ceil(2 * 4 * 4096 / 3 / 256),
+           as_float=11008.0),
     *wrong(
-        nb12.check_swiglu_parameters,
-        two_matrices=(2 * 4096 * 11008, "SwiGLU has a third, the gate"),
-        relu_network=(2 * 4096 * 16384, "the ReLU network with d_ff = 4 d_model"),
-        one_matrix=(4096 * 11008, "one matrix"),
-        with_biases_guess=(1.5e8, "expected about 1.35266e+08"),
+        nb12.check_llama_d_ff,
+        not_rounded=(8 * 4096 / 3, "is too low: that is (8/3) d_model itself; LLaMA rounds it up"),
+        truncated=(10922, "that is (8/3) d_model itself"),
+        rounded_down=(42 * 256, "LLaMA rounds up"),
+        paper_width=(4 * 4096, "is too high: that is the paper's d_ff = 4 d_model"),
+        upside_down=(6 * 4096, "the equation is upside down"),
+        next_multiple_too_far=(44 * 256, "is too high: count the weights of both networks"),
+        parameter_count=(3 * 4096 * 11008, "is too high: count the weights"),
+        a_string=("11008", "expected a number, got str"),
     ),
     *right(nb12.check_pre_ln_block, worked=pre_ln_block, torch=pre_ln_block_by_torch),
     *wrong(
@@ -93,7 +100,7 @@ ROWS = [
         no_norm=(lambda x, gamma, beta, w1, b1, w2, b2: x + torch.relu(x @ w1 + b1) @ w2 + b2,
                  "(2, 5, 8), d_ff = 32: there is no LayerNorm"),
         unbiased=(lambda *args: pre_ln_block(*args, correction=1),
-                  "(2, 5, 8), d_ff = 32: values differ"),
+                  "(2, 5, 8), d_ff = 32: the variance divides by d_model - 1 (the unbiased one"),
     ),
 ]
 

@@ -159,11 +159,16 @@ ROWS = [
     *wrong(
         nb13.check_big_model_parameters,
         one_attention_per_decoder_layer=(big_model_millions(attentions_per_decoder_layer=1),
-                                         "expected about 214.245 (within 0.5), got 189.05"),
-        three_embeddings=(big_model_millions(embeddings=3), "got 290.021"),
-        no_embedding=(big_model_millions(embeddings=0), "got 176.357"),
-        paper=(213, "got 213"),
-        in_parameters=(big_model_millions() * 1e6, "got 2.14245e+08"),
+                                         "189.055 is too low: a decoder layer has two attention "
+                                         "sublayers"),
+        three_embeddings=(big_model_millions(embeddings=3), "290.021 is too high: the vocabulary "
+                          "is shared"),
+        no_embedding=(big_model_millions(embeddings=0), "the shared V x d embedding is missing"),
+        paper=(213, "213 is too low: that is Table 3's figure"),
+        base_model=(63.08, "that is the base model of section 6"),
+        in_parameters=(big_model_millions() * 1e6, "asked in millions of parameters"),
+        in_parameters_rounded=(2.14e8, "asked in millions of parameters"),
+        off_by_a_layer=(200.0, "200 is too low: evaluate section 6's three parts"),
         a_string=("214", "expected a number, got str"),
     ),
     *right(nb13.check_rnn_jacobian, worked=rnn_jacobian, perturbation=rnn_jacobian_by_perturbation),
@@ -182,6 +187,8 @@ ROWS = [
                         "order"),
         autograd=(rnn_jacobian_by_autograd, "one step, d = 3: rnn_jacobian_by_autograd must "
                   "apply the chain rule itself, in NumPy"),
+        rows_scaled=(lambda s0, xs, w_h, w_x: nb13._rnn_jacobian_variant(
+            s0, xs, w_h, w_x, scaled="rows"), "one step, d = 3: the slopes scale the rows of W_s"),
         no_tanh_slope=(lambda s0, xs, w_h, w_x: np.linalg.matrix_power(w_h, len(xs)),
                        "a large W_s: tanh saturates: values differ"),
     ),

@@ -126,9 +126,11 @@ ROWS = [
     *right(nb14.check_untrained_loss, estimate=math.log(43) + 0.5, measured=4.24),
     *wrong(
         nb14.check_untrained_loss,
-        log_v=(math.log(43), "expected about 4.2423 (within 2%), got 3.7612"),
-        log_v_plus_variance=(math.log(43) + 1, "got 4.7612"),
-        log2=(math.log2(43), "got 5.42626"),
+        log_v=(math.log(43), "3.7612 is too low: that is log V, the loss of a uniform guess"),
+        untrained_model=(4.184, "4.184 is too low: that is section 6's untrained model"),
+        three_percent_low=(4.1, "4.1 is too low: write the loss at one position"),
+        log_v_plus_variance=(math.log(43) + 1, "4.7612 is too high: that adds σ² = 1"),
+        log2=(math.log2(43), "is too high: that is log base 2 of V"),
         a_tensor=(torch.tensor(4.24), "expected a number, got torch.Tensor"),
     ),
     *right(nb14.check_train, worked=lambda *a: train(*a), zero_after_step=lambda *a: train(

@@ -338,8 +338,10 @@ def test_matmul_backward_shapes_match_and_each_gradient_looks_like_its_variable(
             assert f_cols == s_rows and (r_rows, r_cols) == (f_rows, s_cols)  # the shape rule
             for name, shape in ((result, r_shape), (first, f_shape), (second, s_shape)):
                 assert shapes.setdefault(name, shape) == shape  # a name has one shape
-        assert shapes["$\\partial L / \\partial X$"] == shapes["$X$"] == f"({n}, {d_in})"
-        assert shapes["$\\partial L / \\partial W$"] == shapes["$W$"] == f"({d_in}, {d_out})"
+        assert (shapes["$\\partial \\mathcal{L} / \\partial X$"] == shapes["$X$"]
+                == f"({n}, {d_in})")
+        assert (shapes["$\\partial \\mathcal{L} / \\partial W$"] == shapes["$W$"]
+                == f"({d_in}, {d_out})")
         assert shapes["$G$"] == shapes["$Y$"] == f"({n}, {d_out})"
         assert shapes["$W^\\top$"] == f"({d_out}, {d_in})"
         assert shapes["$X^\\top$"] == f"({d_in}, {n})"

@@ -361,6 +361,36 @@ def lines_run(func: Callable, *args: Any) -> tuple[object, int]:
         sys.settrace(previous)
 
 
+def names_used(func: Callable) -> set[str]:
+    """The global and attribute names ``func``'s code refers to (``scipy.special.expit`` gives
+    ``scipy``, ``special`` and ``expit``), with those of its nested functions and of the functions
+    of its own module that it calls: a rule such as "no library softmax" is enforced by the
+    names. A library function given as the answer itself contributes its own name."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    todo = [inspect.unwrap(func)]
+    while todo:
+        item = todo.pop()
+        code = getattr(item, "__code__", None)
+        if code is None:
+            names.add(str(getattr(item, "__name__", "")))
+            continue
+        module, scope = getattr(item, "__module__", None), getattr(item, "__globals__", {})
+        codes = [code]
+        while codes:
+            current = codes.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            names.update(current.co_names)
+            codes += [const for const in current.co_consts if inspect.iscode(const)]
+            for name in current.co_names:
+                value = scope.get(name)
+                if inspect.isfunction(value) and value.__module__ == module:
+                    todo.append(value)
+    return names
+
+
 def check_function(
     func: Callable[..., Any],
     *,
@@ -443,10 +473,17 @@ def check_number(
     rtol: float = 0.05,
     atol: float = 0.0,
     verbose: bool = True,
+    hint: str | None = None,
+    mistakes: dict[float, str] | None = None,
 ) -> CheckResult:
     """A *predict* exercise's verdict: ``answer`` (a number the learner wrote down) within
     ``rtol``/``atol`` of ``expected``. ``...`` (the stub) means "not attempted yet"; the
     ``explanation`` of the right value is printed whether the answer passes or fails.
+
+    With a ``hint``, a miss keeps the right value and the explanation back: it says whether the
+    answer is too high or too low, names the mistake when the answer matches a value of
+    ``mistakes`` (within the same tolerance; value -> what that answer did), and else prints the
+    hint. The explanation is printed once the answer passes.
     """
     if answer is Ellipsis:
         return CheckResult(name, Status.NOT_ATTEMPTED, [], todo="replace `...` with your number")
@@ -456,6 +493,12 @@ def check_number(
         message = f"expected a finite number, got {answer}"
     elif abs(float(answer) - expected) <= atol + rtol * abs(expected):
         message = ""
+    elif hint is not None:
+        value = float(answer)
+        why = next((text for wrong, text in (mistakes or {}).items()
+                    if abs(value - wrong) <= atol + rtol * abs(wrong)), None)
+        side = "too high" if value > expected else "too low"
+        message = f"{value:.6g} is {side}: " + (why if why is not None else hint)
     else:
         tolerance = f"within {rtol * 100:g}%" if rtol else f"within {atol:g}"
         message = f"expected about {expected:.6g} ({tolerance}), got {float(answer):.6g}"
@@ -464,5 +507,5 @@ def check_number(
                          [CaseResult(label, passed, message or "ok")])
     if verbose:
         verdict = f"  ✓ {label}" if passed else f"  ✗ {label}: {message}"
-        print(f"{verdict}. {explanation}")
+        print(verdict if hint is not None and not passed else f"{verdict}. {explanation}")
     return result

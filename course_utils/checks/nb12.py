@@ -11,10 +11,8 @@ import torch.nn.functional as F
 
 from course_utils.checks import (
     Case,
-    CaseResult,
     CheckResult,
     RuleBroken,
-    Status,
     check_function,
     check_number,
     exercise,
@@ -45,8 +43,8 @@ _LN_MISTAKES = {
     (("eps_place", "none"),): "ε is missing: the formula divides by √(σ² + ε), not by σ",
     (("eps_place", "outside"),): "ε is outside the square root: the formula divides by "
                                  "√(σ² + ε), not by √σ² + ε",
-    (("correction", 1),): "the variance divides by d - 1; LayerNorm's divides by d (the "
-                          "Convention box of section 4)",
+    (("correction", 1),): "the variance divides by d_model - 1; LayerNorm's divides by d_model "
+                          "(the Convention box of section 4)",
     (("over", "all"),): "μ and σ² are taken over the whole tensor; LayerNorm takes one μ and one "
                         "σ² per token, over its own features (dim=-1, keepdim=True)",
     (("over", 0),): "μ and σ² are taken over dim 0, across the batch (that is BatchNorm's "
@@ -94,38 +92,44 @@ def check_layer_norm(func: Callable) -> CheckResult:
 
 
 @exercise("predict")
-def check_swiglu_parameters(answer: Any) -> CheckResult:
-    """The weights of one SwiGLU feed-forward network with d_model = 4096, d_ff = 11008 and no
-    biases (LLaMA-7B): ``3 · d_model · d_ff``."""
-    d_model, d_ff = 4096, 11008
-    expected = 3 * d_model * d_ff
-    label = "SwiGLU feed-forward weights, d_model = 4096, d_ff = 11008, no biases"
-    explanation = ("three matrices, W_gate and W_1 of shape (d_model, d_ff) and W_2 of shape "
-                   "(d_ff, d_model): 3 · 4096 · 11008 = 135,266,304 ≈ 1.35e8, close to the "
-                   "2 · 4096 · 16384 = 134,217,728 of a two-matrix network with d_ff = 4 d_model: "
-                   "d_ff ≈ (8/3) d_model keeps the count")
+def check_llama_d_ff(answer: Any) -> CheckResult:
+    """LLaMA-7B's d_ff: the SwiGLU width whose three (d_model, d_ff) matrices hold the weights of
+    two (d_model, 4 d_model) ones, (8/3) · 4096 = 10,922.7, rounded up to a multiple of 256 as
+    Meta's llama/model.py does: 11,008, exactly."""
+    d_model, multiple = 4096, 256
+    same_count = 2 * 4 * d_model / 3
+    expected = multiple * math.ceil(int(same_count) / multiple)
+    label = "LLaMA-7B's d_ff, d_model = 4096"
+    explanation = ("3 · d_model · d_ff = 2 · d_model · 4 d_model gives d_ff = (8/3) d_model = "
+                   "10,922.7; LLaMA's code (FeedForward in Meta's llama/model.py: "
+                   "int(2 * 4 * dim / 3), then up to a multiple of multiple_of = 256) makes it "
+                   "43 · 256 = 11,008. Its three matrices hold 3 · 4096 · 11008 = 135,266,304 "
+                   "weights, 0.8% more than the 134,217,728 of the two-matrix network")
+    unrounded = "that is (8/3) d_model itself; LLaMA rounds it up to the next multiple of 256"
     mistakes = {
-        2 * d_model * d_ff: "the count of two matrices; SwiGLU has a third, the gate W_gate",
-        2 * d_model * 4 * d_model: "the count of the ReLU network with d_ff = 4 d_model",
-        d_model * d_ff: "one matrix; SwiGLU has three of that size",
+        same_count: unrounded, float(int(same_count)): unrounded,
+        float(int(same_count) + 1): unrounded,
+        multiple * math.floor(same_count / multiple): "that multiple of 256 is below "
+                                                      "(8/3) d_model: LLaMA rounds up",
+        4 * d_model: "that is the paper's d_ff = 4 d_model; with three matrices instead of two "
+                     "it holds 1.5 times the weights",
+        6 * d_model: "the equation is upside down: three matrices of width d_ff must hold what "
+                     "two of width 4 d_model hold, so d_ff is smaller than 4 d_model",
     }
-    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and math.isfinite(answer):
-        for value, why in mistakes.items():
-            if abs(answer - value) <= 0.003 * value:
-                print(f"  ✗ {label}: {answer:.6g} is {why}. {explanation}")
-                return CheckResult("swiglu_parameters", Status.FAILED,
-                                   [CaseResult(label, False, why)])
-    return check_number(answer, expected, name="swiglu_parameters", label=label,
-                        explanation=explanation, rtol=0.003)
+    hint = ("count the weights of both networks as products of d_model and d_ff, set them equal, "
+            "then round as the exercise says")
+    return check_number(answer, expected, name="llama_d_ff", label=label,
+                        explanation=explanation, rtol=0.0, atol=0.0, hint=hint,
+                        mistakes=mistakes)
 
 
 def _pre_ln_block(x, gamma, beta, w1, b1, w2, b2, *, axis=-1, residual="x", post=False,
-                  normalize=True):
+                  normalize=True, correction=0):
     def norm(t):
         if not normalize:
             return t
         mu = t.mean(axis, keepdim=True)
-        var = ((t - mu) ** 2).mean(axis, keepdim=True)
+        var = ((t - mu) ** 2).sum(axis, keepdim=True) / (t.shape[axis] - correction)
         return gamma * (t - mu) / torch.sqrt(var + 1e-5) + beta
 
     def ffn(t):
@@ -148,6 +152,9 @@ _BLOCK_MISTAKES = {
     (("post", True),): "this is post-LN, LN(x + FFN(x)); pre-LN is x + FFN(LN(x))",
     (("normalize", False),): "there is no LayerNorm: this is x + FFN(x); pre-LN feeds the "
                              "feed-forward network LN(x), the normalized x",
+    (("correction", 1),): "the variance divides by d_model - 1 (the unbiased one, torch.var's "
+                          "default); LayerNorm's divides by d_model: correction=0, or the mean of "
+                          "the squared deviations (section 4's Convention box)",
 }
 
 

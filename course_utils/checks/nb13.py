@@ -4,6 +4,7 @@ Jacobian, a decoder layer's FLOPs)."""
 from __future__ import annotations
 
 import contextlib
+import math
 import numbers
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -98,11 +99,11 @@ def check_decoder_masks(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) 
                           names=("self_mask", "cross_mask"), exact_dtype=True)
 
 
-def _big_model_millions() -> float:
+def _big_model_millions(attentions: int = 2, embeddings: int = 1) -> float:
     d, d_ff, n_layers, vocab = 1024, 4096, 6, 37_000
     attn, ffn, norm = 4 * d * d + 4 * d, 2 * d * d_ff + d_ff + d, 2 * d
-    return (n_layers * (attn + ffn + 2 * norm) + n_layers * (2 * attn + ffn + 3 * norm)
-            + vocab * d) / 1e6
+    return (n_layers * (attn + ffn + 2 * norm) + n_layers * (attentions * attn + ffn + 3 * norm)
+            + embeddings * vocab * d) / 1e6
 
 
 @exercise("predict")
@@ -118,9 +119,23 @@ def check_big_model_parameters(answer: Any) -> CheckResult:
         "Doubling d roughly quadruples the layers (d² terms) but only doubles the embedding. "
         "Table 3 of the paper lists 213 M."
     )
+    mistakes = {
+        _big_model_millions(attentions=1): "a decoder layer has two attention sublayers, "
+                                           "self-attention and cross-attention",
+        _big_model_millions(embeddings=3): "the vocabulary is shared: one V x d matrix serves "
+                                           "both embeddings and the output projection",
+        _big_model_millions(embeddings=0): "the shared V x d embedding is missing",
+        213.0: "that is Table 3's figure, rounded by the paper; evaluate section 6's formula",
+        63.082496: "that is the base model of section 6; the big one has d = 1024, d_ff = 4096",
+    }
+    if (isinstance(answer, (int, float)) and not isinstance(answer, bool)
+            and math.isfinite(answer) and answer > 1e4):
+        mistakes[float(answer)] = "the answer is asked in millions of parameters"
+    hint = ("evaluate section 6's three parts (the encoder layers, the decoder layers, the shared "
+            "embedding) with the big model's numbers, one at a time")
     return check_number(answer, _big_model_millions(), name="big_model_parameters",
                         label="the big model's parameters, in millions", explanation=explanation,
-                        rtol=0.0, atol=0.5)
+                        rtol=0.0, atol=0.5, hint=hint, mistakes=mistakes)
 
 
 def _rnn_jacobian(s0: np.ndarray, xs: np.ndarray, w_h: np.ndarray, w_x: np.ndarray
@@ -141,7 +156,8 @@ def _rnn_jacobian(s0: np.ndarray, xs: np.ndarray, w_h: np.ndarray, w_x: np.ndarr
 
 
 def _rnn_jacobian_variant(s0: np.ndarray, xs: np.ndarray, w_h: np.ndarray, w_x: np.ndarray,
-                          slope_at: str = "output", order: str = "forward") -> np.ndarray:
+                          slope_at: str = "output", order: str = "forward",
+                          scaled: str = "columns") -> np.ndarray:
     """The chain-rule product with a learner's slip: the tanh slope taken at the previous state
     or at the pre-activation, or the factors multiplied in the reverse order."""
     s, factors = np.asarray(s0, dtype=np.float64), []
@@ -149,7 +165,8 @@ def _rnn_jacobian_variant(s0: np.ndarray, xs: np.ndarray, w_h: np.ndarray, w_x: 
         pre = s @ w_h + x_t @ w_x
         new = np.tanh(pre)
         at = {"output": new, "previous": s, "pre-activation": pre}[slope_at]
-        factors.append(w_h * (1 - at**2)[None, :])
+        slope = (1 - at**2)[None, :] if scaled == "columns" else (1 - at**2)[:, None]
+        factors.append(w_h * slope)
         s = new
     jac = np.eye(len(s0))
     for factor in factors if order == "forward" else factors[::-1]:
@@ -162,6 +179,8 @@ _JACOBIAN_SLIPS = (
      "travel left to right, δs_N = δs_0 J_1 J_2 ⋯ J_N, so the first step's matrix stands leftmost"),
     ({"slope_at": "previous"}, "the tanh slope of step t is taken at the previous state s_{t−1}; "
      "it belongs to the step's own output: tanh'(a_t) = 1 − s_t²"),
+    ({"scaled": "rows"}, "the slopes scale the rows of W_s, diag(c) W_s (c[:, None]); the step "
+     "scales the entries of the row δs_{t−1} W_s, that is the columns of W_s"),
     ({"slope_at": "pre-activation"}, "the tanh slope is 1 − a² of the pre-activation a; it is "
      "1 − tanh(a)² = 1 − s_t², written with the step's output"),
 )

@@ -3,6 +3,7 @@ does not fall, label smoothing)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -45,7 +46,7 @@ def check_pad_and_mask(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -
 @exercise("predict")
 def check_untrained_loss(answer: Any) -> CheckResult:
     """``answer``: the mean cross-entropy, in nats, of logits drawn independently from N(0, 1)
-    over V = 43 tokens, whatever the target: E[logsumexp(z)] ≈ 4.242, within 2%."""
+    over V = 43 tokens, whatever the target: E[logsumexp(z)] ≈ 4.242, within 1%."""
     explanation = (
         "The loss is -log q_y = logsumexp(z) - z_y, with q = softmax(z) the model's "
         "distribution. The target's own logit z_y averages 0, so "
@@ -56,9 +57,19 @@ def check_untrained_loss(answer: Any) -> CheckResult:
         "million positions 4.242. Section 6's untrained model, with logits of standard deviation "
         "about 0.9, shows the same effect: log V + 0.9²/2 ≈ 4.17, against 4.18 measured."
     )
+    log_v = math.log(43)
+    mistakes = {
+        log_v: "that is log V, the loss of a uniform guess; random logits are not all equal",
+        4.184: "that is section 6's untrained model, whose logits spread with a standard "
+               "deviation of about 0.9, not 1",
+        log_v + 1: "that adds σ² = 1; the mean of e^z for a standard normal z is e^(σ²/2)",
+        math.log2(43): "that is log base 2 of V, in bits; the loss is in nats (natural log)",
+    }
+    hint = ("write the loss at one position as log(sum of e^z_v) - z_y and average the two parts "
+            "separately (Hint 1 and Hint 2 below)")
     return check_number(answer, _UNTRAINED_LOSS, name="untrained_loss",
                         label="the loss of random N(0, 1) logits over 43 tokens",
-                        explanation=explanation, rtol=0.02)
+                        explanation=explanation, rtol=0.01, hint=hint, mistakes=mistakes)
 
 
 _UNTRAINED_LOSS = 4.2423  # E[logsumexp(z)], z of 43 N(0, 1) draws: 2·10⁷ samples, ± 0.0002

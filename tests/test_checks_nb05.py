@@ -45,6 +45,18 @@ def sigmoid_wrong_sign(d):
     return np.where(d >= 0, e / (1 + e), 1 / (1 + e))
 
 
+def sigmoid_scipy_inside(d):  # the library's sigmoid, exact and without overflow
+    return scipy.special.expit(np.asarray(d))
+
+
+def sigmoid_torch(d):
+    return torch.sigmoid(torch.from_numpy(np.asarray(d))).numpy()
+
+
+def softmax_fp16_functional(scores):  # float16 in and out, the shift done by the library
+    return torch.nn.functional.softmax(scores, dim=-1)
+
+
 def softmax_fp16_fixed(scores):
     shifted = scores - scores.max(dim=-1, keepdim=True).values
     e = torch.exp(shifted)
@@ -88,9 +100,33 @@ def log_softmax_by_hand(x, axis):
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
 
+def log_softmax_scipy_checked(x, axis):  # the library, with the all-masked check added
+    if np.isneginf(x.max(axis=axis)).any():
+        raise ValueError("a slice with every entry masked has no distribution")
+    return scipy.special.log_softmax(x, axis=axis)
+
+
+def log_softmax_logsumexp(x, axis):
+    if np.isneginf(x.max(axis=axis)).any():
+        raise ValueError("a slice with every entry masked has no distribution")
+    return x - scipy.special.logsumexp(x, axis=axis, keepdims=True)
+
+
 def log_of_softmax(x, axis):
     with np.errstate(divide="ignore"):
         return np.log(scipy.special.softmax(x, axis=axis))
+
+
+def log_of_softmax_by_hand(x, axis):  # a softmax first, then its log: -inf where it underflows
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    with np.errstate(divide="ignore"):
+        return np.log(e / e.sum(axis=axis, keepdims=True))
+
+
+def log_softmax_no_check_by_hand(x, axis):
+    with np.errstate(invalid="ignore"):
+        shifted = x - x.max(axis=axis, keepdims=True)
+        return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
 
 def log_softmax_last_axis(x, axis):
@@ -103,11 +139,6 @@ def log_softmax_global_max(x, axis):
         return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
 
-def log_softmax_no_check(x, axis):
-    with np.errstate(invalid="ignore"):
-        return scipy.special.log_softmax(x, axis=axis)
-
-
 ROWS = [
     *right(nb05.check_float16_spacing, exact=0.5, as_power=2.0**-1),
     *wrong(
@@ -117,9 +148,13 @@ ROWS = [
         one=(1.0, "got 1"),
     ),
     *right(nb05.check_sigmoid, two_branches=sigmoid_two_branches,
-           logaddexp=sigmoid_from_logaddexp, scipy=scipy.special.expit),
+           logaddexp=sigmoid_from_logaddexp),
     *wrong(
         nb05.check_sigmoid,
+        scipy_expit=(scipy.special.expit, "it calls expit, a library's sigmoid (or softmax): the "
+                                          "exercise is to write the formula you derived"),
+        scipy_expit_inside=(sigmoid_scipy_inside, "it calls expit, a library's sigmoid"),
+        torch_sigmoid=(sigmoid_torch, "it calls sigmoid, a library's sigmoid (or softmax)"),
         naive=(sigmoid_naive, "d = 1000: the first score takes everything, 1: np.exp "
                               "overflowed to inf at x = 1000"),
         one_branch=(sigmoid_one_branch, "d = -1000: the first score gets e^-1000, 0 in float64: "
@@ -132,10 +167,14 @@ ROWS = [
                                   "values differ: expected [0.], got [9.85967654e-305]"),
         wrong_sign=(sigmoid_wrong_sign, "d and -d give q and 1 - q: values differ"),
     ),
-    *right(nb05.check_softmax_fp16, worked=softmax_fp16_fixed,
-           torch=lambda s: torch.softmax(s, dim=-1)),
+    *right(nb05.check_softmax_fp16, worked=softmax_fp16_fixed),
     *wrong(
         nb05.check_softmax_fp16,
+        torch_softmax=(lambda s: torch.softmax(s, dim=-1), "it calls softmax, a library softmax: "
+                       "it does the max shift for you"),
+        functional_softmax=(softmax_fp16_functional, "it calls softmax, a library softmax"),
+        method_softmax=(lambda s: s.softmax(-1), "the rule is to fix the computation in float16 "
+                                                 "yourself"),
         buggy=(softmax_fp16_buggy, "scores above 11.09: e^12 overflows float16: values differ"),
         buggy_underflow=(softmax_fp16_buggy, "rows 30 apart: shift each row by its own maximum "
                                              "(e^-30 underflows float16): values differ"),
@@ -151,17 +190,23 @@ ROWS = [
         min_shift=(softmax_fp16_min_shift, "scores 25 apart: the largest must become 0, not the "
                                            "smallest (e^25 overflows float16): values differ"),
     ),
-    *right(nb05.check_log_softmax_along, worked=log_softmax_by_hand,
-           course_utils=lambda x, axis: log_softmax(x, axis=axis)),
+    *right(nb05.check_log_softmax_along, worked=log_softmax_by_hand),
     *wrong(
         nb05.check_log_softmax_along,
-        log_of_softmax=(log_of_softmax, "[0, -800]: -800, not -inf (no log of a softmax): values "
-                                        "differ: expected [0., -800.], got [0., -inf]"),
+        scipy_log_softmax=(log_softmax_scipy_checked, "it calls log_softmax, a library "
+                           "(log-)softmax: the rule is to build it from NumPy's elementwise "
+                           "operations"),
+        course_utils=(lambda x, axis: log_softmax(x, axis=axis), "it calls log_softmax"),
+        scipy_logsumexp=(log_softmax_logsumexp, "it calls logsumexp, a library (log-)softmax"),
+        log_of_softmax=(log_of_softmax, "it calls softmax, a library (log-)softmax"),
+        log_of_softmax_by_hand=(log_of_softmax_by_hand, "[0, -800]: -800, not -inf (no log of a "
+                                "softmax): values differ: expected [0., -800.], got [0., -inf]"),
         last_axis_only=(log_softmax_last_axis, "a (3, 4) array down its columns (axis=0): values "
                                                "differ"),
         global_max=(log_softmax_global_max, "rows 2000 apart: each row's own maximum: values "
                                             "differ"),
-        no_check=(log_softmax_no_check, "a row with every entry masked: should raise ValueError"),
+        no_check_by_hand=(log_softmax_no_check_by_hand, "a row with every entry masked: should "
+                                                        "raise ValueError"),
     ),
 ]
 

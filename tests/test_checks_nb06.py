@@ -14,7 +14,7 @@ from course_utils.softmax import log_softmax
 def smoothed_worked(logits, targets, alpha):
     log_q = log_softmax(logits, axis=-1)
     nll = -log_q[np.arange(len(targets)), targets]
-    uniform_part = -log_q.mean(axis=-1)  # (1/C) sum_j -ln q_j
+    uniform_part = -log_q.mean(axis=-1)  # (1/C) sum_j -log q_j
     return float(np.mean((1 - alpha) * nll + alpha * uniform_part))
 
 
@@ -31,6 +31,25 @@ def smoothed_sum_not_mean(logits, targets, alpha):  # alpha times the sum over c
     log_q = log_softmax(logits, axis=-1)
     nll = -log_q[np.arange(len(targets)), targets]
     return float(np.mean((1 - alpha) * nll + alpha * -log_q.sum(axis=-1)))
+
+
+def smoothed_other_classes(logits, targets, alpha):  # alpha / (C - 1) on each wrong class
+    log_q = log_softmax(logits, axis=-1)
+    nll = -log_q[np.arange(len(targets)), targets]
+    others = (-log_q.sum(axis=-1) - nll) / (logits.shape[-1] - 1)
+    return float(np.mean((1 - alpha) * nll + alpha * others))
+
+
+def smoothed_full_weight(logits, targets, alpha):  # forgot the 1 - alpha
+    log_q = log_softmax(logits, axis=-1)
+    nll = -log_q[np.arange(len(targets)), targets]
+    return float(np.mean(nll + alpha * -log_q.mean(axis=-1)))
+
+
+def smoothed_sum_over_rows(logits, targets, alpha):
+    log_q = log_softmax(logits, axis=-1)
+    nll = -log_q[np.arange(len(targets)), targets]
+    return float(np.sum((1 - alpha) * nll + alpha * -log_q.mean(axis=-1)))
 
 
 def smoothed_via_probabilities(logits, targets, alpha):
@@ -67,6 +86,11 @@ def nll_only_mean_fixed(logits, targets, ignore_index):
 def nll_only_index_fixed(logits, targets, ignore_index):
     kept = targets != ignore_index
     return float(-log_softmax(logits, axis=-1)[kept, targets[kept]].sum() / targets.size)
+
+
+def nll_summed(logits, targets, ignore_index):
+    kept = targets != ignore_index
+    return float(-log_softmax(logits, axis=-1)[kept, targets[kept]].sum())
 
 
 def kl_worked(teacher, student):
@@ -113,23 +137,38 @@ ROWS = [
         bits=(math.log2(50_257), "got 15.617"),
         perplexity=(50_257.0, "got 50257"),
     ),
-    *right(nb06.check_label_smoothed_loss, worked=smoothed_worked, torch=smoothed_torch),
+    *right(nb06.check_label_smoothed_loss, worked=smoothed_worked),
     *wrong(
         nb06.check_label_smoothed_loss,
-        ignores_alpha=(smoothed_ignores_alpha, "one row, alpha = 0.1: values differ"),
-        sum_not_mean=(smoothed_sum_not_mean, "one row, alpha = 0.1: values differ"),
+        torch=(smoothed_torch, "it calls cross_entropy, a library loss that does the exercise's "
+                               "work"),
+        ignores_alpha=(smoothed_ignores_alpha, "one row, alpha = 0.1: expected 0.513697, got "
+                       "0.41703, which is the loss without smoothing"),
+        sum_not_mean=(smoothed_sum_not_mean, "one row, alpha = 0.1: expected 0.513697, got "
+                      "0.790436, which is alpha times the sum of -log q_j over the classes"),
+        other_classes=(smoothed_other_classes, "which is alpha spread over the C - 1 wrong "
+                                               "classes only"),
+        full_weight=(smoothed_full_weight, "the ordinary loss with weight 1 instead of 1 - alpha"),
+        sum_over_rows=(smoothed_sum_over_rows, "6 rows of 7 classes, alpha = 0.2: expected"),
         via_probabilities=(smoothed_via_probabilities, "logits near +-1000: each class's "
-                           "log-probability stays finite: values differ: expected 100.0, got inf"),
+                           "log-probability stays finite: expected 100, got inf: a log of a "
+                           "probability that rounded to 0"),
     ),
-    *right(nb06.check_masked_mean_nll, worked=nll_fixed, torch=nll_torch),
+    *right(nb06.check_masked_mean_nll, worked=nll_fixed),
     *wrong(
         nb06.check_masked_mean_nll,
+        torch=(nll_torch, "it calls cross_entropy, a library loss"),
         buggy=(nll_buggy, "the same batch with 3 more padding positions: the loss must not "
-                          "change: values differ"),
-        only_mean_fixed=(nll_only_mean_fixed, "<pad> has the id 0 and ignore_index=0: values "
-                                              "differ"),
+                          "change: expected"),
+        buggy_why=(nll_buggy, "which is the sum over the real targets divided by every position, "
+                              "padding included"),
+        only_mean_fixed=(nll_only_mean_fixed, "<pad> has the id 0 and ignore_index=0: expected"),
+        only_mean_fixed_why=(nll_only_mean_fixed, "the positions whose target is 0 counted: "
+                                                  "compare the targets with ignore_index, not "
+                                                  "-100"),
         only_index_fixed=(nll_only_index_fixed, "sentence 1 padded after 4 tokens: 10 real "
-                                                "targets: values differ"),
+                                                "targets: expected"),
+        summed=(nll_summed, "which is the sum over the real targets: return their mean"),
     ),
     *right(nb06.check_kl_from_logits, worked=kl_worked,
            cross_minus_entropy=kl_as_cross_entropy_minus_entropy),

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 from checker_table import right, table_test, wrong
+from numpy import log
 from scipy.optimize import minimize_scalar
 
 from course_utils.calculus import numerical_gradient
@@ -30,6 +31,28 @@ def best_step_searched_imported(fx, f3x, eps):
         return (10**log_h) ** 2 / 6 * abs(f3x) + eps * abs(fx) / 10**log_h
     return 10 ** minimize_scalar(error, bounds=(-12, 0), method="bounded",
                                  options={"xatol": 1e-12}).x
+
+
+def best_step_newton(fx, f3x, eps):
+    """Newton's method on E'(s) = 0, written by hand: right to 1e-9, but a search, not calculus."""
+    s = 1e-3
+    for _ in range(60):
+        slope = s / 3 * abs(f3x) - eps * abs(fx) / s**2  # E'(s)
+        curve = abs(f3x) / 3 + 2 * eps * abs(fx) / s**3  # E''(s)
+        s = s - slope / curve
+    return s
+
+
+def best_step_bisection(fx, f3x, eps):
+    """Bisection on E'(s) in log space, by hand."""
+    low, high = -15.0, 0.0
+    while high - low > 1e-13:
+        middle = (low + high) / 2
+        if 10**middle / 3 * abs(f3x) - eps * abs(fx) / 10 ** (2 * middle) < 0:
+            low = middle
+        else:
+            high = middle
+    return 10**low
 
 
 def gradient(f, x, h=1e-5, as_float=True, central=True):
@@ -108,6 +131,16 @@ def tanh_slope(a):
     return 1 - np.asarray(a) ** 2
 
 
+def tanh_slope_emath(a):  # back to x with numpy.emath.log, then the sech form
+    x = 0.5 * np.emath.log((1 + a) / (1 - a))
+    return 4 / (np.e**x + np.e**-x) ** 2
+
+
+def tanh_slope_imported_log(a):  # log imported by name before the check patches numpy
+    x = 0.5 * log((1 + a) / (1 - a))
+    return 4 / (np.e**x + np.e**-x) ** 2
+
+
 def tanh_finite_difference(a, h=1e-6):
     x = np.arctanh(a)
     return (np.tanh(x + h) - np.tanh(x - h)) / (2 * h)
@@ -135,6 +168,9 @@ ROWS = [
         searched_imported=(best_step_searched_imported,
                            "the rule is calculus, not a search: scipy.optimize.minimize_scalar "
                            "was called; set E'(s) = 0 and solve for s"),
+        newton=(best_step_newton, "lines of your code for one answer: a loop or a search "
+                                  "(Newton's method, bisection, a grid) walking towards s"),
+        bisection=(best_step_bisection, "the rule is calculus: solve E'(s) = 0 on paper"),
         signed=(lambda *args: best_step(*args, size=lambda v: v),
                 "1/x at 0.1: f''' = -6/x^4 is negative, use its size: expected a float, got "
                 "complex"),
@@ -149,18 +185,18 @@ ROWS = [
                                             "[249999, 350000])"),
         restores_but_integers=(gradient_restores, "so the step was 0 or a whole 1, never s = "
                                                   "1e-5: work on a float copy of x"),
-        float_but_in_place=(gradient_float_in_place, "x^2 + y^2 at (3, 4) -> (6, 8): changed its "
+        float_but_in_place=(gradient_float_in_place, "x1^2 + x2^2 at (3, 4) -> (6, 8): changed its "
                                                      "argument `x` in place"),
         flattened=(lambda f, x: gradient(f, x).ravel(),
                    "a 2x2 input: keep the shape: shape: expected (2, 2), got (4,)"),
         forward=(lambda f, x: gradient(f, x, central=False),
-                 "x^2 + y^2 at (3, 4) -> (6, 8): values differ: expected [6., 8.], got "
+                 "x1^2 + x2^2 at (3, 4) -> (6, 8): values differ: expected [6., 8.], got "
                  "[6.00001, 8.00001]"),
         integer_steps=(lambda f, x: gradient(f, x, as_float=False),
                        "integers in: a step of 1e-5 needs floats: integer input: the answer came "
                        "back as integers (int64, [0, 0])"),
         not_put_back=(gradient_not_put_back,
-                      "x·y at (3, 4) -> (4, 3): put each entry back before nudging the next: "
+                      "x1·x2 at (3, 4) -> (4, 3): put each entry back before nudging the next: "
                       "values differ"),
         big_step=(lambda f, x: gradient(f, x, h=1e-2),
                   "logsumexp: its gradient is softmax: values differ"),
@@ -182,6 +218,10 @@ ROWS = [
         through_x=(tanh_slope_through_x, "the rule is a formula in a alone (+ - * / and powers): "
                                          "numpy.log was called"),
         sech_through_x=(tanh_slope_sech_through_x, "numpy.log was called"),
+        emath=(tanh_slope_emath, "the rule is a formula in a alone (+ - * / and powers): "
+                                 "numpy.emath.log was called"),
+        imported_log=(tanh_slope_imported_log, "the rule is a formula in a alone (+ - * / and "
+                                               "powers): log was called"),
         math_tanh=(lambda a: np.array([1 - math.tanh(math.atanh(v)) ** 2 for v in a]),
                    "math.atanh was called"),
     ),

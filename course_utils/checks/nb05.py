@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import numpy as np
@@ -13,9 +14,48 @@ from course_utils.checks import (
     check_function,
     check_number,
     exercise,
+    names_used,
     wraps_answer,
 )
 from course_utils.softmax import log_softmax
+
+
+def _own(func: Callable, name: str) -> bool:
+    """Whether ``name`` is a function the learner wrote next to ``func`` (a helper of theirs called
+    ``softmax`` is no library's)."""
+    inner = inspect.unwrap(func)
+    value = getattr(inner, "__globals__", {}).get(name)
+    return inspect.isfunction(value) and value.__module__ == getattr(inner, "__module__", None)
+
+
+def _no_library(func: Callable, forbidden: tuple[str, ...], rule: str,
+                run: Callable | None = None) -> Callable:
+    """``run`` (``func`` itself, or ``func`` inside another rule's watch) refused with
+    :class:`RuleBroken` after it returns when ``func``'s code names one of ``forbidden`` (a
+    library function that does the exercise's work); ``rule`` says why, with ``{name}``. The other
+    rule's verdict, raised during the run, comes first."""
+    used = sorted(name for name in names_used(func) & set(forbidden) if not _own(func, name))
+
+    @wraps_answer(func)
+    def checked(*args: object) -> object:
+        result = (run or func)(*args)
+        if used:
+            raise RuleBroken(rule.format(name=used[0]))
+        return result
+
+    return checked
+
+
+_SIGMOID_RULE = ("it calls {name}, a library's sigmoid (or softmax): the exercise is to write the "
+                 "formula you derived, with np.exp, yourself")
+_SIGMOIDS = ("expit", "log_expit", "sigmoid", "softmax", "logistic")
+_SOFTMAX_RULE = ("it calls {name}, a library softmax: it does the max shift for you, and for "
+                 "float16 input it may compute in float32 inside, where the watch cannot see; the "
+                 "rule is to fix the computation in float16 yourself")
+_SOFTMAXES = ("softmax", "log_softmax", "_softmax", "Softmax", "scaled_dot_product_attention")
+_LOG_SOFTMAX_RULE = ("it calls {name}, a library (log-)softmax: the rule is to build it from "
+                     "NumPy's elementwise operations and reductions (max, exp, sum, log)")
+_LOG_SOFTMAXES = ("log_softmax", "softmax", "logsumexp", "LogSoftmax")
 
 
 @exercise("predict")
@@ -72,7 +112,8 @@ def _no_exp_overflow(func: Callable) -> Callable:
 def check_sigmoid(func: Callable) -> CheckResult:
     """``func(d)``: softmax([a, b])[0] as a function of d = a - b alone, 1 / (1 + e^(-d)),
     elementwise on an array, exact at d = +-1000, with no ``np.exp`` overflowing to inf (a
-    silenced warning does not count) and no warning."""
+    silenced warning does not count), no warning, and no library sigmoid (``scipy.special.expit``,
+    ``torch.sigmoid``) or softmax."""
     cases = [
         Case((np.array([0.0]),), "equal scores, d = 0: one half"),
         Case((np.array([np.log(3.0)]),), "d = ln 3: e^d = 3 times the weight, so 3/4"),
@@ -81,7 +122,8 @@ def check_sigmoid(func: Callable) -> CheckResult:
         Case((np.array([-1000.0]),), "d = -1000: the first score gets e^-1000, 0 in float64"),
         Case((np.linspace(-30, 30, 13),), "13 differences from -30 to 30"),
     ]
-    return check_function(_no_exp_overflow(func), cases=cases, reference=_sigmoid, name="sigmoid",
+    answer = _no_library(func, _SIGMOIDS, _SIGMOID_RULE, run=_no_exp_overflow(func))
+    return check_function(answer, cases=cases, reference=_sigmoid, name="sigmoid",
                           rtol=1e-9, atol=0.0, no_warnings=True)
 
 
@@ -131,7 +173,8 @@ def _float16_throughout(func: Callable) -> Callable:
 def check_softmax_fp16(func: Callable) -> CheckResult:
     """``func(scores)``: the softmax along the last axis of a float16 tensor, computed and
     returned in float16 (every torch operation is watched: no float32 or NumPy detour), finite
-    for any finite scores (each row shifted by its own maximum)."""
+    for any finite scores (each row shifted by its own maximum), and written out: a library
+    softmax (``torch.softmax``, ``torch.nn.functional.softmax``) is refused."""
     import torch
 
     def half(values):
@@ -151,7 +194,8 @@ def check_softmax_fp16(func: Callable) -> CheckResult:
         Case((half([[5.0, 4.0, float("-inf")]]),), "a masked score (-inf) gets weight 0"),
         Case((batch,), "a (2, 3, 6) batch: along the last axis"),
     ]
-    return check_function(_float16_throughout(func), cases=cases, reference=_softmax_fp16,
+    answer = _no_library(func, _SOFTMAXES, _SOFTMAX_RULE, run=_float16_throughout(func))
+    return check_function(answer, cases=cases, reference=_softmax_fp16,
                           name="softmax_fp16", rtol=4e-3, atol=1e-4, exact_dtype=True)
 
 
@@ -163,7 +207,8 @@ def _log_softmax(x, axis):
 def check_log_softmax_along(func: Callable) -> CheckResult:
     """``func(x, axis)``: ln softmax(x) along ``axis`` of an N-D float array, x - LSE(x) with
     each slice shifted by its own maximum; -inf entries stay -inf; ValueError for a slice whose
-    entries are all -inf."""
+    entries are all -inf; built from NumPy's elementwise operations and reductions (a library
+    log-softmax or logsumexp is refused)."""
     rng = np.random.default_rng(55)
     cases = [
         Case((np.array([2.0, 1.0, 0.1]), 0), "1-D [2, 1, 0.1]: ln[0.659, 0.242, 0.099]"),
@@ -178,5 +223,6 @@ def check_log_softmax_along(func: Callable) -> CheckResult:
         Case((np.array([[1.0, 2.0], [-np.inf, -np.inf]]), -1), "a row with every entry masked",
              raises=ValueError),
     ]
-    return check_function(func, cases=cases, reference=_log_softmax, name="log_softmax_along",
+    answer = _no_library(func, _LOG_SOFTMAXES, _LOG_SOFTMAX_RULE)
+    return check_function(answer, cases=cases, reference=_log_softmax, name="log_softmax_along",
                           rtol=1e-9, atol=1e-12)

@@ -2,14 +2,66 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 
 import numpy as np
 
-from course_utils.checks import Case, CheckResult, check_function, check_number, exercise
+from course_utils.checks import (
+    Case,
+    CheckResult,
+    RuleBroken,
+    check_function,
+    check_number,
+    exercise,
+    names_used,
+    wraps_answer,
+)
 from course_utils.information import cross_entropy_from_logits
 from course_utils.softmax import log_softmax
+
+_LOSSES = ("cross_entropy", "nll_loss", "CrossEntropyLoss", "NLLLoss", "cross_entropy_from_logits")
+_LOSS_RULE = ("it calls {name}, a library loss that does the exercise's work: compute it from a "
+              "log-softmax yourself (compare with F.cross_entropy outside your function)")
+
+
+def _own(func: Callable, name: str) -> bool:
+    """Whether ``name`` is a function the learner wrote next to ``func`` (a helper of theirs called
+    ``softmax`` is no library's)."""
+    inner = inspect.unwrap(func)
+    value = getattr(inner, "__globals__", {}).get(name)
+    return inspect.isfunction(value) and value.__module__ == getattr(inner, "__module__", None)
+
+
+def _diagnosed(func: Callable, reference: Callable, mistakes: Callable) -> Callable:
+    """``func`` refused with :class:`RuleBroken` when its code calls a library loss, and, where
+    its number is wrong, with a message that says which number it matches instead:
+    ``mistakes(*args)`` lists (value, what that value means)."""
+    used = sorted(name for name in names_used(func) & set(_LOSSES) if not _own(func, name))
+
+    @wraps_answer(func)
+    def checked(*args: object) -> object:
+        got = func(*args)
+        if used:
+            raise RuleBroken(_LOSS_RULE.format(name=used[0]))
+        try:
+            value = float(got)
+        except (TypeError, ValueError):
+            return got  # not a number: compare() says what it is
+        want = reference(*args)
+        if math.isclose(value, want, rel_tol=1e-9, abs_tol=1e-12):
+            return got
+        if not math.isfinite(value):
+            raise RuleBroken(f"expected {want:.6g}, got {value}: a log of a probability that "
+                             "rounded to 0 (or inf - inf); take every log-probability from a "
+                             "stable log-softmax")
+        for other, meaning in mistakes(*args):
+            if math.isclose(value, other, rel_tol=1e-9, abs_tol=1e-12):
+                raise RuleBroken(f"expected {want:.6g}, got {value:.6g}, which is {meaning}")
+        return got
+
+    return checked
 
 
 @exercise("predict")
@@ -19,9 +71,9 @@ def check_loss_at_initialisation(answer: object) -> CheckResult:
         answer, math.log(50_257), name="loss_at_initialisation",
         label="mean cross-entropy of equal logits over V = 50,257 tokens", rtol=0.01,
         explanation="Equal logits give softmax 1/V for every token whatever their value (adding a "
-                    "constant changes nothing), so every position costs -ln(1/V) = ln V = "
-                    "ln 50257 = 10.82 nats, perplexity exactly V. A fresh model's first loss far "
-                    "above ln V means its initial logits are far from equal.",
+                    "constant changes nothing), so every position costs -log(1/V) = log V = "
+                    "log 50257 = 10.82 nats, perplexity exactly V. A fresh model's first loss far "
+                    "above log V means its initial logits are far from equal.",
     )
 
 
@@ -35,25 +87,48 @@ def _label_smoothed(logits, targets, alpha):
     return float(np.mean(-np.sum(p * log_softmax(logits, axis=-1), axis=-1)))
 
 
+def _smoothing_mistakes(logits, targets, alpha):
+    logits, targets = np.asarray(logits, dtype=np.float64), np.asarray(targets)
+    log_q = log_softmax(logits, axis=-1)
+    rows, n_classes = np.arange(len(targets)), logits.shape[-1]
+    nll = -log_q[rows, targets]
+    others = (-log_q.sum(axis=-1) - nll) / max(n_classes - 1, 1)
+    return [
+        (float(nll.mean()), "the loss without smoothing: the share alpha spread over the classes "
+                            "is missing"),
+        (float(np.mean(nll + alpha * -log_q.mean(axis=-1))), "the ordinary loss with weight 1 "
+                            "instead of 1 - alpha, plus the spread part"),
+        (float(np.mean((1 - alpha) * nll + alpha * -log_q.sum(axis=-1))),
+         "alpha times the sum of -log q_j over the classes: each class gets alpha / C, so it is "
+         "alpha times their mean"),
+        (float(np.mean((1 - alpha) * nll + alpha * others)), "alpha spread over the C - 1 wrong "
+                            "classes only: here every class gets alpha / C, the correct one too"),
+        (float(np.sum((1 - alpha) * nll + alpha * -log_q.mean(axis=-1))),
+         "the sum over the rows: return their mean"),
+    ]
+
+
 @exercise("derive")
 def check_label_smoothed_loss(func: Callable) -> CheckResult:
     """``func(logits, targets, alpha)``: the mean over rows of H(p, softmax(z)) with the smoothed
     target p = (1 - alpha) one_hot(c) + alpha / C, for (N, C) logits and (N,) targets; stable for
-    logits near +-1000."""
+    logits near +-1000; a library loss (``F.cross_entropy``) is refused, and a wrong number is
+    matched against the usual mistakes."""
     rng = np.random.default_rng(61)
     wide = rng.normal(size=(6, 7))
     cases = [
         Case((np.array([[2.0, 1.0, 0.1]]), np.array([0]), 0.0),
-             "alpha = 0 is the ordinary cross-entropy, -ln 0.659 = 0.417"),
+             "alpha = 0 is the ordinary cross-entropy, -log 0.659 = 0.417"),
         Case((np.array([[2.0, 1.0, 0.1]]), np.array([0]), 0.1), "one row, alpha = 0.1"),
         Case((wide, rng.integers(0, 7, 6), 0.2), "6 rows of 7 classes, alpha = 0.2"),
         Case((np.array([[0.0, 0.0, 0.0, 0.0]]), np.array([2]), 0.3),
-             "equal logits: the loss is ln 4 whatever alpha"),
+             "equal logits: the loss is log 4 whatever alpha"),
         Case((np.array([[1000.0, 0.0, -1000.0]]), np.array([0]), 0.1),
              "logits near +-1000: each class's log-probability stays finite"),
         Case((wide, rng.integers(0, 7, 6), 1.0), "alpha = 1: the target is uniform"),
     ]
-    return check_function(func, cases=cases, reference=_label_smoothed,
+    answer = _diagnosed(func, _label_smoothed, _smoothing_mistakes)
+    return check_function(answer, cases=cases, reference=_label_smoothed,
                           name="label_smoothed_loss", rtol=1e-9)
 
 
@@ -61,10 +136,32 @@ def _masked_mean_nll(logits, targets, ignore_index):
     return float(cross_entropy_from_logits(logits, targets, ignore_index=ignore_index))
 
 
+def _padding_mistakes(logits, targets, ignore_index):
+    logits, targets = np.asarray(logits, dtype=np.float64), np.asarray(targets)
+    losses = -np.take_along_axis(log_softmax(logits, axis=-1),
+                                 np.clip(targets, 0, None)[..., None], axis=-1)[..., 0]
+    kept, kept_100 = targets != ignore_index, targets != -100
+    mistakes = [
+        (float(losses[kept].sum() / targets.size), "the sum over the real targets divided by "
+                        "every position, padding included: divide by the number of real targets"),
+        (float(losses[kept].sum()), "the sum over the real targets: return their mean"),
+    ]
+    if ignore_index != -100:
+        mistakes += [
+            (float(losses[kept_100].mean()), f"the mean with the positions whose target is "
+                        f"{ignore_index} counted: compare the targets with ignore_index, not -100"),
+            (float(losses[kept_100].sum() / targets.size), f"the positions whose target is "
+                        f"{ignore_index} counted and the sum divided by every position: two bugs"),
+        ]
+    return mistakes
+
+
 @exercise("debug")
 def check_masked_mean_nll(func: Callable) -> CheckResult:
-    """``func(logits, targets, ignore_index)``: the mean of -ln softmax(z)[target] over the
-    positions whose target is not ``ignore_index``, for (..., V) logits and (...) targets."""
+    """``func(logits, targets, ignore_index)``: the mean of -log softmax(z)[target] over the
+    positions whose target is not ``ignore_index``, for (..., V) logits and (...) targets; a
+    library loss (``F.cross_entropy``) is refused, and a wrong number is matched against the
+    usual mistakes."""
     rng = np.random.default_rng(62)
     logits = rng.normal(size=(2, 6, 5))
     targets = rng.integers(1, 5, size=(2, 6))
@@ -81,7 +178,8 @@ def check_masked_mean_nll(func: Callable) -> CheckResult:
         Case((logits, pad0, 0), "<pad> has the id 0 and ignore_index=0"),
         Case((logits[0], pad0[0], 0), "one sentence, (N, V) = (6, 5) logits"),
     ]
-    return check_function(func, cases=cases, reference=_masked_mean_nll, name="masked_mean_nll",
+    answer = _diagnosed(func, _masked_mean_nll, _padding_mistakes)
+    return check_function(answer, cases=cases, reference=_masked_mean_nll, name="masked_mean_nll",
                           rtol=1e-9)
 
 

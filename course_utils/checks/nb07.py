@@ -19,6 +19,8 @@ from course_utils.checks import (
     check_function,
     check_number,
     exercise,
+    lines_run,
+    names_used,
     wraps_answer,
 )
 
@@ -64,15 +66,27 @@ def _forbidden_search(func: Callable) -> Any:
             names[key] = value
 
 
+_LOOP_LIMIT = 12  # lines of the learner's code per call: a formula needs a few, a search runs on
+_LOOP_RULE = (
+    "it ran {count} lines of your code for one answer: a loop or a search (Newton's method, "
+    "bisection, a grid) walking towards s; the rule is calculus: solve E'(s) = 0 on paper and "
+    "return that formula"
+)
+
+
 @exercise("derive")
 def check_best_step(func: Callable[[float, float, float], float]) -> CheckResult:
     """``func(fx, f3x, eps)``: the step s that minimises section 3's error model of the central
     difference, E(s) = s²/6 · |f'''(x)| + ε·|f(x)|/s, which is s = (3ε|f(x)| / |f'''(x)|)^(1/3);
-    SciPy's minimisers and root finders raise :class:`RuleBroken` while ``func`` runs."""
+    SciPy's minimisers and root finders raise :class:`RuleBroken` while ``func`` runs, and so
+    does a hand-written search (more than a dozen lines of the learner's code run per call)."""
     @wraps_answer(func)
     def answer(fx: float, f3x: float, eps: float) -> Any:
         with _forbidden_search(func):
-            return func(fx, f3x, eps)
+            result, count = lines_run(func, fx, f3x, eps)
+        if count > _LOOP_LIMIT:
+            raise RuleBroken(_LOOP_RULE.format(count=count))
+        return result
 
     eps64, eps32 = float(np.finfo(np.float64).eps), float(np.finfo(np.float32).eps)
     e, e10 = float(np.e), float(np.exp(10.0))
@@ -125,10 +139,10 @@ def check_numerical_gradient(func: Callable[[Callable, np.ndarray], np.ndarray])
         return got
 
     cases = [
-        Case((_sum_of_squares, np.array([3.0, 4.0])), "x^2 + y^2 at (3, 4) -> (6, 8)"),
+        Case((_sum_of_squares, np.array([3.0, 4.0])), "x1^2 + x2^2 at (3, 4) -> (6, 8)"),
         Case((_sum_of_squares, np.array([3, 4])), "integers in: a step of 1e-5 needs floats"),
         Case((_product, np.array([3.0, 4.0])),
-             "x·y at (3, 4) -> (4, 3): put each entry back before nudging the next"),
+             "x1·x2 at (3, 4) -> (4, 3): put each entry back before nudging the next"),
         Case((_log_sum_exp, np.array([2.0, 1.0, 0.1])), "logsumexp: its gradient is softmax"),
         Case((_quadratic_form, np.array([[1.0, -1.0], [0.5, 2.0]])), "a 2x2 input: keep the shape"),
         Case((_quadratic_form, np.array([[1, -1], [0, 2]])), "a 2x2 integer input"),
@@ -157,6 +171,7 @@ def _forbidden_tanh() -> Any:
                                        "log2", "log10", *exp_log)]
     targets += [(math, name) for name in ("tanh", "atanh", "cosh", "sinh", *exp_log)]
     targets += [(torch, name) for name in ("tanh", "atanh", "arctanh", "cosh", "sinh", *exp_log)]
+    targets += [(np.emath, name) for name in ("log", "log2", "log10", "logn", "arctanh")]
     saved = [(module, name, getattr(module, name)) for module, name in targets]
 
     def forbid(label: str) -> Callable[..., Any]:
@@ -164,13 +179,20 @@ def _forbidden_tanh() -> Any:
             raise RuleBroken(_TANH_RULE.format(name=label))
         return refuse
 
+    def label(module: Any, name: str) -> str:
+        return f"numpy.emath.{name}" if module is np.emath else f"{module.__name__}.{name}"
+
     try:
         for module, name, _ in saved:
-            setattr(module, name, forbid(f"{module.__name__}.{name}"))
+            setattr(module, name, forbid(label(module, name)))
         yield
     finally:
         for module, name, original in saved:
             setattr(module, name, original)
+
+
+_TANH_NAMES = ("tanh", "arctanh", "atanh", "cosh", "sinh", "exp", "expm1", "exp2", "log", "log1p",
+               "log2", "log10", "logn", "gradient")
 
 
 def _tanh_slope_numeric(a: np.ndarray) -> np.ndarray:
@@ -183,12 +205,18 @@ def _tanh_slope_numeric(a: np.ndarray) -> np.ndarray:
 def check_tanh_slope(func: Callable[[np.ndarray], np.ndarray]) -> CheckResult:
     """``func(a)``: the slope of tanh where tanh(x) = a, written in a alone (it is 1 - a²),
     compared with central differences of ``np.tanh``; tanh, arctanh, cosh, sinh, exp and log
-    (NumPy, math, torch) and ``np.gradient`` raise :class:`RuleBroken` while ``func`` runs."""
+    (NumPy, ``np.emath``, math, torch) and ``np.gradient`` raise :class:`RuleBroken` while
+    ``func`` runs; one imported by name before the check (``from numpy import log``) is refused
+    by its name in the code."""
+    used = sorted(names_used(func) & set(_TANH_NAMES))
 
     @wraps_answer(func)
     def answer(a: np.ndarray) -> Any:
         with _forbidden_tanh():
-            return func(a)
+            result = func(a)
+        if used:
+            raise RuleBroken(_TANH_RULE.format(name=used[0]))
+        return result
 
     cases = [
         Case((np.array([0.0]),), "a = 0 (x = 0): tanh is steepest there, slope 1",
@@ -204,16 +232,16 @@ def check_tanh_slope(func: Callable[[np.ndarray], np.ndarray]) -> CheckResult:
 
 
 _LR_EXPLANATION = (
-    "Each step multiplies y by 1 - 10·lr and x by 1 - 2·lr (the gradient is (2x, 10y)). The path "
-    "shrinks only while both factors lie between -1 and 1: for y that is lr < 2/10 = 0.2, for x "
-    "lr < 1. The steep direction sets the limit: at lr = 0.2 the factor for y is -1, y flips sign "
-    "at full size forever, and above 0.2 it grows."
+    "Each step multiplies x2 by 1 - 10·lr and x1 by 1 - 2·lr (the gradient is (2 x1, 10 x2)). The "
+    "path shrinks only while both factors lie between -1 and 1: for x2 that is lr < 2/10 = 0.2, "
+    "for x1 lr < 1. The steep direction sets the limit: at lr = 0.2 the factor for x2 is -1, x2 "
+    "flips sign at full size forever, and above 0.2 it grows."
 )
 
 
 @exercise("predict")
 def check_largest_lr(answer: Any) -> CheckResult:
-    """The learning rate above which gradient descent on x² + 5y² diverges: 2 / 10 = 0.2."""
+    """The learning rate above which gradient descent on x1² + 5 x2² diverges: 2 / 10 = 0.2."""
     return check_number(answer, 0.2, name="largest_lr", rtol=0.01,
-                        label="the largest learning rate for x^2 + 5y^2",
+                        label="the largest learning rate for x1^2 + 5 x2^2",
                         explanation=_LR_EXPLANATION)

@@ -127,16 +127,16 @@ def gqa_copy_then_repeat(q, k, v):  # k + 0 is a new tensor, then repeated
 
 
 ROWS = [
-    *right(nb15.check_kv_cache_70b, exact=12, as_float=12.0),
+    *right(nb15.check_kv_cache_70b, exact=52070, as_float=52070.1, rounded=52000),
     *wrong(
         nb15.check_kv_cache_70b,
-        without_weights=(16, "expected about 12 (within 0.5), got 16"),
-        not_whole=(12.7, "so 12 whole ones"),
-        rounded_up=(13, "got 13"),
-        per_sequence_gib=(40, "40 GiB for one sequence"),
-        keys_only=(25, "a key and a value"),
-        query_heads=(1, "the 64 query heads do not count"),
-        string=("12 sequences", "expected a number, got str"),
+        without_weights=(65536, "65536 is too high: that is what 640 GiB holds with no weights"),
+        query_heads=(6508, "6508 is too low: that counts the 64 query heads"),
+        one_conversation=(1666243, "the memory is shared by 32"),
+        keys_only=(104140, "each token stores a key and a value"),
+        gb_as_gib=(51077, "a GiB is 2³⁰ bytes, not 10⁹"),
+        other=(40000, "40000 is too low: count the bytes the weights leave"),
+        string=("52070 tokens", "expected a number, got str"),
     ),
     *right(nb15.check_rope_score_terms, worked=rope_score_terms, complex=rope_score_terms_complex),
     *wrong(

@@ -102,7 +102,8 @@ def chunk_max_only(chunks):  # each chunk's sum against its own max, added witho
     return m, ell
 
 
-def causal_block_forward(q, q_start, blocks, stop=True, strict=False, rescale=True):
+def causal_block_forward(q, q_start, blocks, stop=True, strict=False, rescale=True,
+                         early=False):
     q = q / math.sqrt(q.shape[1])
     rows = q_start + np.arange(len(q))
     m, ell, acc, k_start = np.full(len(q), -np.inf), np.zeros(len(q)), 0.0, 0
@@ -117,7 +118,7 @@ def causal_block_forward(q, q_start, blocks, stop=True, strict=False, rescale=Tr
         acc = (alpha[:, None] if rescale else 1.0) * acc + p @ v
         m = m_new
         k_start += len(k)
-        if stop and k_start > rows[-1]:
+        if stop and (k_start >= rows[-1] if early else k_start > rows[-1]):
             break
     return acc / ell[:, None], m + np.log(ell)
 
@@ -246,12 +247,14 @@ ROWS = [
         top_left=(228, "Half the tiles go only when the queries start at position 0"),
         visited=(228, "got 228"),
     ),
-    *right(nb16.check_decode_intensity, one=1, exact=2 * 4096**2 / ((4096**2 + 2 * 4096) * 2)),
+    *right(nb16.check_decode_intensity, exact=223, solved=222.4),
     *wrong(
         nb16.check_decode_intensity,
-        per_number=(2, "expected about 0.999512 (within 10%), got 2"),
-        matmul=(4096 / 3, "got 1365.33"),
-        float32=(0.5, "got 0.5"),
+        intensity_is_batch=(201, "201 is too low: that takes the intensity to be B itself"),
+        one=(1, "that is one sequence"),
+        float32=(500, "that counts 4 bytes a number"),
+        other=(100, "100 is too low: write the FLOPs and the bytes for B sequences"),
+        string=("223 sequences", "expected a number, got str"),
     ),
     *right(nb16.check_causal_block_forward, worked=causal_block_forward,
            by_merging=causal_by_merging, in_logs=causal_in_logs),
@@ -265,6 +268,9 @@ ROWS = [
         copies_kept=(causal_copies_kept, "none kept, not even a copy: it keeps what it reads"),
         strict_mask=(lambda *a: causal_block_forward(*a, strict=True),
                      "queries 0-3: only the diagonal block, masked inside: out: values differ"),
+        one_block_early=(lambda *a: causal_block_forward(*a, early=True),
+                         "queries 5-8: the next block starts at the last query (key 8), so the "
+                         "loop must read it: out: values differ"),
         no_rescale=(lambda *a: causal_block_forward(*a, rescale=False),
                     "the max rises in every block: rescale ℓ and the accumulator: out: values "
                     "differ"),

@@ -1,5 +1,5 @@
-"""Checkers for notebook 15 (today's language models): the KV cache of a 70B model (predict),
-RoPE's score as a function of the offset (derive), an off-by-one in top-p (debug), and
+"""Checkers for notebook 15 (today's language models): the context that fits beside a 70B
+model (predict), RoPE's score as a function of the offset (derive), an off-by-one in top-p (debug), and
 grouped-query attention without copying the key/value heads (constrain)."""
 
 from __future__ import annotations
@@ -23,32 +23,43 @@ from course_utils.checks import (
     randn,
 )
 
-# -- Exercise 1 (predict): how many 128k-token sequences fit beside a 70B model -------------
+# -- Exercise 1 (predict): how long 32 sequences may be beside a 70B model --------------------
 
-_GPU_GIB, _N_GPUS, _PARAMETERS = 80, 8, 70.6e9
+_GPU_GIB, _N_GPUS, _PARAMETERS, _USERS = 80, 8, 70.6e9, 32
 
 
 @exercise("predict")
 def check_kv_cache_70b(answer: Any) -> CheckResult:
-    """``answer``: how many whole 131,072-token sequences a server of 8 GPUs of 80 GiB holds at
-    once for a model of Llama 3.1 70B's shape (80 layers, 8 K/V heads of 128, 70.6 billion
-    weights), weights and cache in bfloat16 (2 bytes a number)."""
-    per_sequence = language_model.kv_cache_bytes(80, 8, 128, 131_072, bytes_per_value=2)
+    """``answer``: the longest context, in whole tokens, that 32 sequences can each have at once
+    on a server of 8 GPUs of 80 GiB, beside the weights of a model of Llama 3.1 70B's shape (80
+    layers, 8 K/V heads of 128, 70.6 billion weights), weights and cache in bfloat16."""
+    per_token = language_model.kv_cache_bytes(80, 8, 128, 1, bytes_per_value=2)
     weights = 2 * _PARAMETERS
     left = _N_GPUS * _GPU_GIB * 2**30 - weights
-    expected = math.floor(left / per_sequence)
+    expected = math.floor(left / (_USERS * per_token))
     explanation = (
         "Per token: 2 (a key and a value) × 80 layers × 8 K/V heads × 128 numbers × 2 bytes = "
-        f"320 KiB; × 131,072 tokens = {per_sequence / 2**30:.0f} GiB for one sequence. The "
-        f"weights take 2 × 70.6·10⁹ bytes = {weights / 2**30:.1f} GiB of the 640 GiB, leaving "
-        f"{left / 2**30:.1f} GiB: {left / per_sequence:.2f} sequences, so {expected} whole ones. "
-        "Forgetting the weights gives 16; the 64 query heads do not count (only the 8 K/V heads "
-        "are cached), and without grouping one sequence would take 320 GiB: a single one fits."
-    )
+        f"320 KiB, for each of the {_USERS} conversations. The weights take 2 × 70.6·10⁹ bytes = "
+        f"{weights / 2**30:.1f} GiB of the 640 GiB, leaving {left / 2**30:.1f} GiB: "
+        f"{left / 2**30:.1f} GiB / ({_USERS} × 320 KiB) = {left / (_USERS * per_token):,.1f}, "
+        f"so {expected:,} whole tokens each.")
+    mistakes = {
+        _N_GPUS * _GPU_GIB * 2**30 / (_USERS * per_token):
+            "that is what 640 GiB holds with no weights: subtract the weights first.",
+        left / (_USERS * 8 * per_token):
+            "that counts the 64 query heads; only the 8 K/V heads have keys and values to cache.",
+        left / per_token: "that is the context of one conversation; the memory is shared by 32.",
+        left / (_USERS * per_token / 2):
+            "that caches one of the two (keys or values); each token stores a key and a value.",
+        (_N_GPUS * _GPU_GIB - weights / 1e9) * 2**30 / (_USERS * per_token):
+            "that reads the weights' 141.2·10⁹ bytes as 141.2 GiB; a GiB is 2³⁰ bytes, not 10⁹.",
+    }
     return check_number(answer, expected, name="kv_cache_70b",
-                        label="whole 131,072-token sequences beside Llama 3.1 70B's weights on "
-                              "8 × 80 GiB, bfloat16",
-                        explanation=explanation, rtol=0, atol=0.5)
+                        label=f"longest context (tokens) for {_USERS} conversations beside Llama "
+                              "3.1 70B's weights on 8 × 80 GiB, bfloat16",
+                        explanation=explanation, rtol=0.01, mistakes=mistakes,
+                        hint="count the bytes the weights leave, then divide by the bytes one "
+                             f"token takes in all {_USERS} caches (section 5's formula).")
 
 
 # -- Exercise 2 (derive): the RoPE score as a sum of cosines of the offset --------------------
@@ -75,8 +86,8 @@ def _scores_from_terms(func: Callable) -> Callable:
         if amplitude.shape != (d // 2,) or phase.shape != (d // 2,):
             raise RuleBroken(f"expected amplitudes and phases of shape ({d // 2},), one per pair, "
                              f"got {amplitude.shape} and {phase.shape}")
-        theta = base ** (-np.arange(0, d, 2) / d)
-        return (amplitude * np.cos(_OFFSETS[:, None] * theta + phase)).sum(-1)
+        omega = base ** (-np.arange(0, d, 2) / d)
+        return (amplitude * np.cos(_OFFSETS[:, None] * omega + phase)).sum(-1)
 
     return scores
 
@@ -84,7 +95,7 @@ def _scores_from_terms(func: Callable) -> Callable:
 @exercise("derive")
 def check_rope_score_terms(func: Callable) -> CheckResult:
     """``func(q, k)`` returns ``(amplitudes, phases)``, one per pair ``i``, such
-    that ``(R_m q)·(R_n k) = Σ_i A_i cos((n - m) θ_i + φ_i)`` at every offset; the checker
+    that ``(R_m q)·(R_n k) = Σ_i A_i cos((n - m) ω_i + ψ_i)`` at every offset; the checker
     compares that sum with RoPE's scores at offsets -40…40, 500 and 4,095."""
     q8, k8 = np.array([0.5, -1.0, 2.0, 0.25, -0.75, 1.5, 1.0, -2.0]), randn(8, seed=3).numpy()
     cases = [
@@ -143,7 +154,7 @@ def check_top_p(func: Callable) -> CheckResult:
         Case((np.log(np.array([0.25, 0.5, 0.25])), 1.0, 0.5), "0.5 alone reaches top_p = 0.5 "
              "exactly: the next token's total before it is 0.5, not below, so it goes",
              expected=np.array([0.0, 1.0, 0.0])),
-        Case((four, 1.0, 0.0), "top_p = 0 keeps nothing", raises=ValueError),
+        Case((four, 1.0, 0.0), "top_p = 0 is not in (0, 1]: a ValueError", raises=ValueError),
     ]
     return check_function(func, cases=cases, reference=_top_p_probs, name="top_p_probs",
                           rtol=1e-9, atol=1e-12, no_warnings=True)

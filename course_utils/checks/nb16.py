@@ -255,19 +255,34 @@ def check_skipped_tiles(answer: Any) -> CheckResult:
 
 @exercise("predict")
 def check_decode_intensity(answer: Any) -> CheckResult:
-    """``answer``: the arithmetic intensity (FLOP per byte) of multiplying one 4,096-vector by a
-    4,096 × 4,096 float16 matrix, counting the matrix and vector read and the result written."""
-    n = 4096
-    expected = 2 * n * n / ((n * n + 2 * n) * 2)
+    """``answer``: the smallest batch size ``B`` at which a ``(B, 4096)`` by ``(4096, 4096)``
+    float16 product (weights and inputs read, results written) reaches the A100's ridge point,
+    312 TFLOP/s over 1.555 TB/s."""
+    n, ridge = 4096, 312e12 / 1.555e12
+
+    def per_byte(batch: float, itemsize: int = 2) -> float:
+        return 2 * batch * n * n / (itemsize * (n * n + 2 * batch * n))
+
+    expected = next(b for b in range(1, n) if per_byte(b) >= ridge)
     explanation = (
-        f"2n² = {2 * n * n:,} FLOPs (a multiply and an add per weight) over (n² + 2n) × 2 bytes: "
-        f"{expected:.3f} FLOP per byte. Each weight is read once and used once, so the vector's "
-        "size hardly matters: about 1, some 200 times below the A100's ridge point of 201. "
-        "Decoding one sequence waits for memory; B sequences decoded together reuse each weight "
-        "B times (about B FLOP per byte), and a prompt of N tokens about N.")
+        f"B sequences: 2Bn² FLOPs over (n² + 2Bn) × 2 bytes, Bn/(n + 2B) FLOP per byte for "
+        f"n = {n:,}. It reaches the ridge point {ridge:.1f} when B ≥ {ridge:.1f}·n/(n − "
+        f"{2 * ridge:.1f}) = {ridge * n / (n - 2 * ridge):.1f}: B = {expected}, at "
+        f"{per_byte(expected):.1f} FLOP per byte. Each weight is read once and used B times; the "
+        "B input and output vectors, which grow with B, keep the intensity a little below B.")
+    float32 = next(b for b in range(1, 4 * n) if per_byte(b, 4) >= ridge)
+    mistakes = {
+        math.ceil(ridge): "that takes the intensity to be B itself; the B input and output "
+                          "vectors are bytes too, and they grow with B.",
+        1: "that is one sequence, about 1 FLOP per byte: far below the ridge.",
+        float32: "that counts 4 bytes a number; the weights and vectors are float16, 2 bytes.",
+    }
     return check_number(answer, expected, name="decode_intensity",
-                        label="FLOP per byte of a 4,096-vector times a 4,096 × 4,096 float16 "
-                              "matrix", explanation=explanation, rtol=0.1)
+                        label="smallest batch at which a (B, 4096) × (4096, 4096) float16 "
+                              "product reaches the A100's ridge point",
+                        explanation=explanation, rtol=0.02, mistakes=mistakes,
+                        hint="write the FLOPs and the bytes for B sequences as expressions in B, "
+                             "and find the first B at which their ratio reaches 200.6.")
 
 
 def _causal_reference(q: np.ndarray, q_start: int, k: np.ndarray, v: np.ndarray):
@@ -307,6 +322,8 @@ def check_causal_block_forward(func: Callable[..., tuple]) -> CheckResult:
         case(q, 8, k, v, 4, "queries 8-11, keys in blocks of 4: blocks 0, 1 and the diagonal 2"),
         case(q, 0, k, v, 4, "queries 0-3: only the diagonal block, masked inside"),
         case(q[:3], 5, k, v, 4, "queries 5-7 (not a whole block): the diagonal cuts block 1"),
+        case(q, 5, k, v, 4, "queries 5-8: the next block starts at the last query (key 8), so "
+             "the loop must read it"),
         case(q * 0.1 + 2 * direction, 10, k * 0.1 + rising, v, 3,
              "the max rises in every block: rescale ℓ and the accumulator"),
         case(q * 40 + 80 * direction, 12, k + 25 * direction, v, 5,

@@ -1,5 +1,7 @@
 """Notebook 09's checkers: right answers pass, plausible mistakes fail with a reason."""
 
+import math
+
 import numpy as np
 from checker_table import right, table_test, wrong
 
@@ -42,10 +44,27 @@ def pe_dot_by_table(k, d_model):
 
 
 def pe_dot_by_hand(k, d_model):
-    """A table built by hand from sin and cos at p = 0: it is the formula, and allowed."""
+    """The formula with the frequencies written out by hand, and math.cos per offset."""
+    omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
+    return np.array([sum(math.cos(offset * w) for w in omega) for offset in np.ravel(k)])
+
+
+def pe_dot_own_encodings(k, d_model, p=7.3):
+    """PE(p) and PE(p + k) built with np.sin and np.cos and dotted: right at every k, but a
+    measurement at one more p, not the derived formula."""
     omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
     k = np.asarray(k, dtype=np.float64)[:, None]
-    return (np.sin(0 * omega) * np.sin(k * omega) + np.cos(0 * omega) * np.cos(k * omega)).sum(1)
+    here = np.concatenate([np.sin(p * omega), np.cos(p * omega)])
+    there = np.concatenate([np.sin((p + k) * omega), np.cos((p + k) * omega)], axis=1)
+    return there @ here
+
+
+def pe_dot_own_encodings_math(k, d_model, p=7.3):
+    """The same with math.sin, one offset at a time."""
+    omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
+    return np.array([sum(math.sin(p * w) * math.sin((p + o) * w)
+                         + math.cos(p * w) * math.cos((p + o) * w) for w in omega)
+                     for o in np.ravel(k)])
 
 
 def pe_dot_own_table(k, d_model):
@@ -93,15 +112,18 @@ ROWS = [
         nb09.check_pe_dot,
         sines_only=(lambda k, d: np.sin(np.asarray(k)[:, None]
                                         * positional.angular_frequencies(d)).sum(1),
-                    "k = 0: every pair gives 1, so d_model / 2 = 4: values differ: expected [4.], "
-                    "got [0.]"),
+                    "k = 0: every pair gives 1, so d_model / 2 = 4: the rule is a formula in k and "
+                    "the ω_i: np.sin was called"),
         all_columns=(lambda k, d: 2 * pe_dot(k, d), "expected [4.], got [8.]"),
         wrong_frequencies=(lambda k, d: np.cos(np.asarray(k)[:, None]
                                                * 10000.0 ** (-np.arange(d // 2) / d)).sum(1),
                            "k = ±10, d_model = 128: symmetric in k: values differ"),
         measured=(pe_dot_by_table, "the rule is a formula in k: positional.sinusoidal_encoding "
                                    "was called"),
-        own_table=(pe_dot_own_table, "it looked k up in a table"),
+        own_table=(pe_dot_own_table, "np.sin was called, which computes the encodings"),
+        own_encodings_at_7_3=(pe_dot_own_encodings, "the rule is a formula in k and the ω_i: "
+                              "np.sin was called"),
+        own_encodings_math=(pe_dot_own_encodings_math, "math.sin was called"),
     ),
     *right(nb09.check_add_positions, worked=add_positions,
            explicit_broadcast=lambda X: X + positional.sinusoidal_encoding(
@@ -122,7 +144,7 @@ ROWS = [
         pe_only=(16, "the length of PE(1000) alone"),
         embedding_only=(512**0.5, "the length of the scaled embedding alone"),
         unscaled=(17, "the embedding without its sqrt(d_model) factor"),
-        squared=(768, "expected about 27.7128 (within 5%), got 768"),
+        squared=(768, "768 is too high: work with squared lengths"),
     ),
 ]
 

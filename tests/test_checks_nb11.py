@@ -71,15 +71,15 @@ ROWS = [
         forgets_w_o=(lambda *args: multi_head_attention(*args, use_w_o=False),
                      "one head: plain attention: values differ"),
     ),
-    *right(nb11.check_attention_multiply_adds, worked=2 * 2048**2 * 512, rounded=4.3e9),
+    *right(nb11.check_heads_match_projections, worked=2 * 512, as_float=1024.0),
     *wrong(
-        nb11.check_attention_multiply_adds,
-        scores_only=(2048**2 * 512, "one of the two products"),
-        d_model_per_head=(2 * 8 * 2048**2 * 512, "h times too many"),
-        projection=(2 * 2048 * 512**2, "the cost of a (N, d_model) by (d_model, d_model)"),
-        one_head=(2 * 2048**2 * 64, "the cost of one head"),
-        flops=(4 * 2048**2 * 512, "a multiply and the add that follows it count as one"),
-        far_off=(1e6, "expected about 4.29497e+09 (within 5%)"),
+        nb11.check_heads_match_projections,
+        scores_only=(4 * 512, "where Q_i K_iᵀ alone costs as much as the projections"),
+        three_projections=(768, "the concatenated heads times W^O is a fourth"),
+        one_head=(2 * 512 * 8, "the question sums over all h = 8 heads"),
+        d_model_per_head=(128, "they have d_k = d_model / h = 64 terms"),
+        d_model=(512, "512 is too low: write both counts as formulas in N"),
+        a_string=("1024", "expected a number, got"),
     ),
     *right(nb11.check_attention_parameters, worked=attention_parameters,
            torch=attention_parameters_by_torch),
@@ -90,12 +90,14 @@ ROWS = [
                    "67108864, got 4194304"),
         biases_of_d_model=(lambda d, h, d_head, bias=True: attention_parameters(
             d, h, d_head, bias, q_bias=d),
-                           "16 heads of 64 on d_model = 512: about twice the base model's: "
-                           "values differ: expected 2100736, got 2099200"),
+                           "16 heads of 64 on d_model = 512: about twice the base model's: the "
+                           "weights are right, but the biases of W^Q, W^K and W^V were counted "
+                           "with d_model = 512 entries each"),
         biases_of_h_d_head=(lambda d, h, d_head, bias=True: attention_parameters(
             d, h, d_head, bias, out_bias=h * d_head),
-                            "h·d_head = 128 < d_model = 768: values differ: expected 394368, "
-                            "got 393728"),
+                            "h·d_head = 128 < d_model = 768: the weights are right, but W^O's bias "
+                            "was counted with h·d_head = 128 entries: W^O's output has "
+                            "d_model = 768 features"),
         square_w_o=(lambda d, h, d_head, bias=True: attention_parameters(d, h, d_head, bias,
                                                                          out_in=d),
                     "T5-11B: h·d_head = 16,384 > d_model, no biases: values differ: expected "

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from course_utils.autograd import Value
+from course_utils.autograd import Value, topological_order
 from course_utils.checks import (
     Case,
     CheckResult,
@@ -98,6 +98,32 @@ def _leaf_grads_by_engine(label: str) -> np.ndarray:
     return np.array([leaf.grad for leaf in leaves])
 
 
+def _leaf_grads_walking_forwards(label: str) -> np.ndarray:
+    """The mistake of walking topological_order from its start instead of from the root."""
+    root, leaves = _GRAPHS[label]()
+    order = topological_order(root)
+    for node in order:
+        node.grad = 0.0
+    root.grad = 1.0
+    for node in order:
+        for parent, local in zip(node.parents, node.local_grads, strict=True):
+            parent.grad += local * node.grad
+    return np.array([leaf.grad for leaf in leaves])
+
+
+_FORWARD_ORDER = (
+    "these are the gradients of a walk through topological_order from its start: that list puts "
+    "every node after its parents, so a node passes its grad on before the nodes that use it "
+    "have added theirs (most stay 0); walk it from the end, the root first"
+)
+
+_ALL_ZERO = (
+    "every leaf gradient is 0: either the root's grad was not 1 when the walk began, or the walk "
+    "ran through topological_order from its start, so the root's 1 reached only its own parents, "
+    "at the very end"
+)
+
+
 def _refuse_backward(self: Value) -> None:
     raise RuleBroken("the rule is to write the backward pass yourself: root.backward() was "
                      "called; use topological_order and the nodes' parents and local_grads")
@@ -107,7 +133,7 @@ def _refuse_backward(self: Value) -> None:
 def check_backward(func: Callable[[Value], None]) -> CheckResult:
     """``func(root)`` must fill ``.grad`` of every node ``root`` depends on, adding up the
     contributions of a value used several times (``+=``, not ``=``); ``Value.backward`` raises
-    :class:`RuleBroken` while ``func`` runs."""
+    :class:`RuleBroken` while ``func`` runs, and a walk of the order from its start is named."""
 
     @wraps_answer(func)
     def leaf_grads(label: str) -> np.ndarray:
@@ -118,7 +144,15 @@ def check_backward(func: Callable[[Value], None]) -> CheckResult:
             func(root)
         finally:
             Value.backward = original  # type: ignore[method-assign]
-        return np.array([leaf.grad for leaf in leaves])
+        got = np.array([leaf.grad for leaf in leaves])
+        forwards = _leaf_grads_walking_forwards(label)
+        right = _leaf_grads_by_engine(label)
+        if not np.allclose(got, right):
+            if got.shape == right.shape and np.all(got == 0):
+                raise RuleBroken(_ALL_ZERO)
+            if np.allclose(got, forwards):
+                raise RuleBroken(_FORWARD_ORDER)
+        return got
 
     cases = [Case((label,), label) for label in _GRAPHS]
     return check_function(leaf_grads, cases=cases, reference=_leaf_grads_by_engine,
@@ -195,15 +229,39 @@ def check_uncorrected_step(func: Callable[..., np.ndarray]) -> CheckResult:
 
 
 _FLOPS_EXPLANATION = (
-    "P = 64·256 + 256·64 = 32 768 weights. Each layer's backward computes Xᵀ G and G Wᵀ, "
-    "2·N·D_in·D_out FLOPs each, 4NP = 13 107 200 in all; but the first layer's input is the data, "
-    "so its dℒ/dX (2·100·64·256 = 3 276 800) is not computed: 9 830 400 FLOPs."
+    "64 -> 256 -> 128 -> 64 on N = 100 rows of data, the first layer frozen. Layer 3 computes "
+    "Xᵀ G for its weights and G Wᵀ for its input, because layer 2 below it is trained: "
+    "2 · 2·100·128·64 = 3 276 800. Layer 2 computes only Xᵀ G, 2·100·256·128 = 6 553 600: "
+    "below its input there are only the frozen layer 1 and the data, so its dℒ/dX is needed by "
+    "nobody. Layer 1 computes nothing. In all 9 830 400 FLOPs."
+)
+_P = 64 * 256 + 256 * 128 + 128 * 64  # 57 344 weights in matrices
+_FLOPS_MISTAKES = {
+    4 * 100 * _P: "4NP, every product of every layer: a frozen layer needs no gradient, and "
+                  "nothing needs a dℒ/dX below the first trained layer",
+    4 * 100 * _P - 2 * 100 * 64 * 256: "4NP less layer 1's dℒ/dX, as for a network whose layers "
+                                       "are all trained: the frozen layer 1 needs no dℒ/dW either, "
+                                       "and then layer 2's dℒ/dX is needed by nobody",
+    4 * 100 * _P - 4 * 100 * 64 * 256: "layer 1 left out, but layer 2 still computes its dℒ/dX: "
+                                       "below its input there are only frozen weights and the "
+                                       "data, so nobody needs it",
+    2 * 100 * _P: "2NP, the forward pass",
+    2 * 100 * 256 * 128 + 2 * 100 * 128 * 64: "only the weight gradients: layer 3 must also "
+                                              "compute its dℒ/dX, since layer 2 below it is "
+                                              "trained and needs it",
+}
+_FLOPS_HINT = (
+    "go through the layers from the top; for each, which of its two products, Xᵀ G for its "
+    "weights and G Wᵀ for its input, does a trained layer somewhere below still need?"
 )
 
 
 @exercise("predict")
 def check_backward_flops(answer: object) -> CheckResult:
-    """The backward FLOPs of 64 -> 256 -> 64 on 100 rows of data: 4NP - 2·N·64·256."""
-    return check_number(answer, 9_830_400.0, name="backward_flops", rtol=0.01,
-                        label="backward FLOPs of 64 -> 256 -> 64 on 100 rows",
-                        explanation=_FLOPS_EXPLANATION)
+    """The backward FLOPs of 64 -> 256 -> 128 -> 64 on 100 rows of data with the first layer
+    frozen: layer 3's two products and layer 2's Xᵀ G only, 9 830 400; the plausible mistakes
+    are named."""
+    label = "backward FLOPs of 64 -> 256 -> 128 -> 64, first layer frozen, on 100 rows"
+    return check_number(answer, 9_830_400.0, name="backward_flops", rtol=0.01, label=label,
+                        explanation=_FLOPS_EXPLANATION, hint=_FLOPS_HINT,
+                        mistakes=_FLOPS_MISTAKES)

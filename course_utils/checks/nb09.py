@@ -12,10 +12,8 @@ import numpy as np
 from course_utils import positional
 from course_utils.checks import (
     Case,
-    CaseResult,
     CheckResult,
     RuleBroken,
-    Status,
     check_function,
     check_number,
     exercise,
@@ -84,6 +82,33 @@ def _pe_dot_measured(k: np.ndarray, d_model: int) -> np.ndarray:
         np.shape(k))
 
 
+_SINE_RULE = ("the rule is a formula in k and the ω_i: {name} was called, which computes the "
+              "encodings themselves, PE(p) and PE(p + k), and their dot product is the "
+              "measurement of section 6 again, at another p; the derived formula needs no sine")
+
+
+@contextlib.contextmanager
+def _no_sine(rule: str) -> Iterator[None]:
+    """While inside, ``np.sin``, ``math.sin`` and ``torch.sin`` raise :class:`RuleBroken`."""
+    import torch
+
+    modules = {"np": np, "math": math, "torch": torch}
+    saved = {name: module.sin for name, module in modules.items()}
+
+    def forbid(name: str) -> Callable:
+        def refuse(*args: object, **kwargs: object) -> object:
+            raise RuleBroken(rule.format(name=f"{name}.sin"))
+        return refuse
+
+    try:
+        for name, module in modules.items():
+            module.sin = forbid(name)
+        yield
+    finally:
+        for name, module in modules.items():
+            module.sin = saved[name]
+
+
 _TABLE_RULE = ("the rule is a formula in k: {name} was called, which measures the dot products "
                "instead of deriving them")
 _OFF_TABLE = np.array([2.5, -0.5, 100_000.0])  # offsets that no table of whole positions holds
@@ -93,12 +118,14 @@ _OFF_TABLE = np.array([2.5, -0.5, 100_000.0])  # offsets that no table of whole 
 def check_pe_dot(func: Callable) -> CheckResult:
     """``func(k, d_model)``: PE(p)·PE(p + k) = sum_i cos(k ω_i) for an array of offsets, checked
     against dot products measured at several p, and at real offsets no table holds;
-    ``positional.sinusoidal_encoding`` and ``relative_position_matrix`` raise
-    :class:`RuleBroken` while ``func`` runs."""
+    ``positional.sinusoidal_encoding``, ``relative_position_matrix`` and a sine (``np.sin``,
+    ``math.sin``, ``torch.sin``: only the encodings need one) raise :class:`RuleBroken` while
+    ``func`` runs."""
 
     @wraps_answer(func)
     def formula(k: np.ndarray, d_model: int) -> object:
-        with _forbidden(_TABLE_RULE, "sinusoidal_encoding", "relative_position_matrix"):
+        with _forbidden(_TABLE_RULE, "sinusoidal_encoding", "relative_position_matrix"), \
+                _no_sine(_SINE_RULE):
             try:
                 return func(k, d_model)
             except IndexError as error:
@@ -156,9 +183,9 @@ _INPUT_MISTAKES = {
     "lengths added rather than the squared lengths",
 }
 _INPUT_EXPLANATION = (
-    "||a + b||² = ||a||² + ||b||² + 2 a·b with a = sqrt(512)·e and b = PE(1000). a has 512 "
+    "||a + b||² = ||a||² + ||b||² + 2 a·b with a = sqrt(512)·x and b = PE(1000). a has 512 "
     "entries of variance 512 · (1/512) = 1, so ||a||² ≈ 512 (give or take about 32); ||b||² = 256 "
-    "exactly (256 pairs, each sin² + cos² = 1); a·b has mean 0, because e has mean 0 and PE(1000) "
+    "exactly (256 pairs, each sin² + cos² = 1); a·b has mean 0, because x has mean 0 and PE(1000) "
     "is fixed. So ||a + b||² ≈ 768 and ||a + b|| ≈ 27.7. With the sqrt(d_model) factor the "
     "token's part (≈ 22.6) and the position's part (16) are of similar size; without it the "
     "token's part (≈ 1) would be a small change to the position's"
@@ -169,11 +196,8 @@ _INPUT_EXPLANATION = (
 def check_input_length(answer: object) -> CheckResult:
     """||sqrt(512) W_E[id] + PE(1000)|| for W_E entries of mean 0 and variance 1/512:
     about sqrt(512 + 256) ≈ 27.7 (one draw lands within about 3%)."""
-    label = "length of sqrt(d_model) e + PE(1000), d_model = 512"
-    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and math.isfinite(answer):
-        for value, why in _INPUT_MISTAKES.items():
-            if abs(answer - value) <= 0.02 * value:
-                print(f"  ✗ {label}: {answer:.6g} is {why}. {_INPUT_EXPLANATION}")
-                return CheckResult("input_length", Status.FAILED, [CaseResult(label, False, why)])
+    label = "length of sqrt(d_model) x + PE(1000), d_model = 512"
+    hint = ("work with squared lengths, ||a + b||² = ||a||² + ||b||² + 2 a·b: what is each of the "
+            "three terms on average?")
     return check_number(answer, _INPUT_LENGTH, name="input_length", rtol=0.05, label=label,
-                        explanation=_INPUT_EXPLANATION)
+                        explanation=_INPUT_EXPLANATION, hint=hint, mistakes=_INPUT_MISTAKES)

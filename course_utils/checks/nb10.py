@@ -11,30 +11,14 @@ import torch
 from course_utils import attention
 from course_utils.checks import (
     Case,
-    CaseResult,
     CheckResult,
     RuleBroken,
-    Status,
     check_function,
     check_number,
     exercise,
     randn,
     wraps_answer,
 )
-
-
-def _number_with_mistakes(answer: Any, expected: float, mistakes: dict[float, str], *,
-                          name: str, label: str, explanation: str,
-                          rtol: float) -> CheckResult:
-    """``check_number``, but an answer within 2% of a known mistake's value is told what that
-    value is (the message names the mistake)."""
-    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and math.isfinite(answer):
-        for value, why in mistakes.items():
-            if abs(answer - value) <= 0.02 * abs(value):
-                print(f"  ✗ {label}: {answer:.6g} is {why}. {explanation}")
-                return CheckResult(name, Status.FAILED, [CaseResult(label, False, why)])
-    return check_number(answer, expected, name=name, label=label, explanation=explanation,
-                        rtol=rtol)
 
 
 @exercise("predict")
@@ -51,9 +35,11 @@ def check_saturated_weight(answer: Any) -> CheckResult:
                    "≈ 3.4e-4: the lower key is all but ignored, and the softmax slope "
                    "a₂(1 - a₂) is just as small. With the scaling the gap is 1 and "
                    "a₂ = 1 / (1 + e) ≈ 0.27")
-    return _number_with_mistakes(answer, expected, mistakes, name="saturated_weight",
-                                 label="weight of the lower key, gap 8", explanation=explanation,
-                                 rtol=0.1)
+    hint = ("only the difference of the two scores matters to a softmax: take s₁ = 8 and s₂ = 0 "
+            "and write a₂ as a fraction of exponentials")
+    return check_number(answer, expected, name="saturated_weight",
+                        label="weight of the lower key, gap 8",
+                        explanation=explanation, rtol=0.1, hint=hint, mistakes=mistakes)
 
 
 def _causal(q, k, v):
@@ -87,7 +73,7 @@ def _future_blind(func: Callable) -> Callable:
 @exercise("debug")
 def check_causal_attention(func: Callable) -> CheckResult:
     """``func(q, k, v)``: ``(output, weights)`` of causal attention aligned bottom-right (key j
-    visible to query i when ``j <= i + Lk - Lq``); a query that sees no key gets zeros."""
+    visible to query i when ``j <= i + N_k - N_q``); a query that sees no key gets zeros."""
     cases = [
         Case((randn(4, 8, seed=20), randn(4, 8, seed=21), randn(4, 3, seed=22)),
              "4 tokens: query i sees keys 0..i"),

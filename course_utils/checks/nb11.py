@@ -6,15 +6,14 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from course_utils import attention
 from course_utils.checks import (
     Case,
-    CaseResult,
     CheckResult,
     RuleBroken,
-    Status,
     check_function,
     check_number,
     exercise,
@@ -97,34 +96,35 @@ def check_multi_head_attention(func: Callable) -> CheckResult:
 
 
 @exercise("predict")
-def check_attention_multiply_adds(answer: Any) -> CheckResult:
-    """Multiply-adds of Q Kᵀ and A V over all heads, N = 2048, d_model = 512, h = 8:
-    ``2 · h · N² · d_k = 2 · N² · d_model``."""
-    n, d_model, h = 2048, 512, 8
-    expected = 2 * h * n**2 * (d_model // h)
-    label = "multiply-adds of Q Kᵀ and A V, N = 2048, d_model = 512, h = 8"
-    explanation = ("each head's Q_i K_iᵀ is (N, d_k) times (d_k, N): N² scores of d_k "
-                   "multiply-adds each, and A_i V_i costs the same, so all heads take "
-                   "2 · h · N² · d_k = 2 · N² · d_model = 2 · 2048² · 512 ≈ 4.29e9, whatever h is "
-                   "(h = 16 gives the same); only the softmax, over h · N² scores, grows with h")
+def check_heads_match_projections(answer: Any) -> CheckResult:
+    """The N at which Q_i K_iᵀ and A_i V_i over all heads (2 N² d_model multiply-adds) cost as
+    much as the four projections (4 N d_model²), d_model = 512, h = 8: N = 2 d_model = 1024."""
+    d_model, h = 512, 8
+    d_k = d_model // h
+    expected = 2 * d_model
+    label = "N at which the heads cost as much as the projections, d_model = 512, h = 8"
+    explanation = ("the four projections are (N, 512) by (512, 512) products, 4 · N · 512² "
+                   "multiply-adds; each head's Q_i K_iᵀ takes N · d_k · N and A_i V_i N · N · d_v, "
+                   "so all heads take 2 · h · N² · d_k = 2 · N² · 512. They are equal at "
+                   "N = 2 · 512 = 1024, whatever h is (h = 16 gives the same): longer sentences "
+                   "spend more on the heads than on the projections")
     mistakes = {
-        expected / 2: "one of the two products; A V costs as much as Q Kᵀ",
-        expected * h: "h times too many: each head's dot products have d_k = d_model / h terms, "
-                      "not d_model",
-        2 * n * d_model**2: "the cost of a (N, d_model) by (d_model, d_model) projection, "
-                            "not of the scores",
-        expected / h: "the cost of one head; the question sums over all h = 8 heads",
-        expected * 2: "twice the count: a multiply and the add that follows it count as one "
-                      "multiply-add, not as two operations",
+        4 * d_model: "where Q_i K_iᵀ alone costs as much as the projections; A_i V_i costs as "
+                     "much again",
+        3 * d_model // 2: "the crossing with three projections; the concatenated heads times W^O "
+                          "is a fourth",
+        2 * d_model * h: "the crossing for one head's products; the question sums over all "
+                         "h = 8 heads",
+        2 * d_model // h: "the crossing with each head's dot products d_model long; they have "
+                          "d_k = d_model / h = 64 terms",
+        6 * d_model: "the crossing with Q_i K_iᵀ alone and three projections; A_i V_i and W^O "
+                     "both count",
     }
-    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and math.isfinite(answer):
-        for value, why in mistakes.items():
-            if abs(answer - value) <= 0.02 * value:
-                print(f"  ✗ {label}: {answer:.4g} is {why}. {explanation}")
-                return CheckResult("attention_multiply_adds", Status.FAILED,
-                                   [CaseResult(label, False, why)])
-    return check_number(answer, expected, name="attention_multiply_adds", label=label,
-                        explanation=explanation, rtol=0.05)
+    assert d_k * h == d_model
+    hint = ("write both counts as formulas in N: four (N, d_model) by (d_model, d_model) "
+            "products, and h heads of Q_i K_iᵀ and A_i V_i; then set them equal")
+    return check_number(answer, expected, name="heads_match_projections", label=label,
+                        explanation=explanation, rtol=0.02, hint=hint, mistakes=mistakes)
 
 
 def _attention_parameters(d_model: int, n_heads: int, d_head: int, bias: bool = True) -> int:
@@ -146,5 +146,42 @@ def check_attention_parameters(func: Callable) -> CheckResult:
         Case((768, 4, 32), "the same without biases", kwargs={"bias": False}),
         Case((6, 1, 1), "one head of width 1"),
     ]
-    return check_function(func, cases=cases, reference=_attention_parameters,
-                          name="attention_parameters", rtol=0, atol=0)
+    return check_function(_named_count_mistakes(func), cases=cases,
+                          reference=_attention_parameters, name="attention_parameters", rtol=0,
+                          atol=0)
+
+
+def _count_with_biases(d_model: int, n_heads: int, d_head: int, bias: bool,
+                       in_bias: int, out_bias: int) -> int:
+    width = n_heads * d_head
+    return 4 * d_model * width + (3 * in_bias + out_bias if bias else 0)
+
+
+def _named_count_mistakes(func: Callable) -> Callable:
+    """``func``, with a wrong count that matches a named mistake about the biases explained."""
+
+    @wraps_answer(func)
+    def counted(d_model: int, n_heads: int, d_head: int, bias: bool = True) -> object:
+        got = func(d_model, n_heads, d_head, bias=bias)
+        width = n_heads * d_head
+        right = _attention_parameters(d_model, n_heads, d_head, bias)
+        if not bias or width == d_model or got == right:
+            return got
+        mistakes = {
+            _count_with_biases(d_model, n_heads, d_head, bias, width, width):
+                f"the weights are right, but W^O's bias was counted with h·d_head = {width} "
+                f"entries: W^O's output has d_model = {d_model} features, so its bias has "
+                f"{d_model}",
+            _count_with_biases(d_model, n_heads, d_head, bias, d_model, d_model):
+                f"the weights are right, but the biases of W^Q, W^K and W^V were counted with "
+                f"d_model = {d_model} entries each: each is as long as its projection's output, "
+                f"h·d_head = {width}",
+            _count_with_biases(d_model, n_heads, d_head, bias, d_model, width):
+                "the weights are right, but the bias lengths are swapped: W^Q, W^K and W^V "
+                f"output h·d_head = {width} features, W^O outputs d_model = {d_model}",
+        }
+        if isinstance(got, (int, np.integer)) and int(got) in mistakes:
+            raise RuleBroken(mistakes[int(got)])
+        return got
+
+    return counted

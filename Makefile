@@ -1,15 +1,23 @@
 # Transformer Math — every target does its own set-up (a .venv in this folder), idempotently.
+#   make setup      the .venv: requirements.txt, then course_utils in editable mode
 #   make lab        JupyterLab on the course (127.0.0.1, token authentication on)
-#   make test       unit tests + every notebook executed by nbval, outputs compared, then the
-#                   notebooks again at a lower SIMD level, and every notebook run as on Colab
-#   make notebooks  re-execute every notebook in place from a fresh kernel (refreshes outputs)
+#   make test       everything CI runs: `make fast`, the notebooks again at a lower SIMD level,
+#                   and `make colab` (CI: `make test CONSTRAINTS=.ci/constraints.txt`, in .ci/run)
+#   make fast       day-to-day: the unit tests and every notebook executed by nbval, outputs
+#                   compared (the site's browser test included; no Colab-like run)
+#   make colab      every notebook run as on Colab, in .venv-colab (`make colab-env` builds it:
+#                   Colab's Python 3.13 and packages, about 3 GB to download)
+#   make notebooks  re-execute every notebook in place from a fresh kernel (NB=path for one)
+#   make sync       rewrite every notebook's setup cell and metadata from tools/notebooks.py
 #   make site       the course as a static website in build/site, from the stored outputs (offline)
 #   make lint       ruff over the package, tests, tools, benchmarks and notebooks; mypy over
 #                   the package
 #   make explore    the property tests with fresh random examples (make test's are fixed)
 #   make glossary   notebooks/glossary.md from the concept registry notebooks/concepts.toml
 #   make gpu-check  on a CUDA machine: GPU tests, notebook 16 and the benchmark on the GPU
-# CONSTRAINTS=path pins versions (CI uses .ci/constraints.txt); JOBS sets pytest-xdist workers.
+# CONSTRAINTS=path pins versions (CI uses .ci/constraints.txt, whose torch==2.13.0 is the CPU
+# build: CI's machines have it in their local package cache, and PyPI's plain `torch` would pull
+# the CUDA build); JOBS sets pytest-xdist workers.
 
 PYTHON ?= python3
 VENV := .venv
@@ -31,9 +39,11 @@ LOW_SIMD := NPY_DISABLE_CPU_FEATURES="X86_V3,X86_V4,AVX512_ICL,AVX512_SPR" \
 COLAB_VENV := .venv-colab
 COLAB_STAMP := $(COLAB_VENV)/.installed
 COLAB_REQUIREMENTS := tests/colab/requirements.txt
-COLAB_BASE_PYTHON ?= $(shell tools/find_python.sh 3.13 $(PYTHON))
+COLAB_PYTHON_VERSION := 3.13
+COLAB_BASE_PYTHON ?= $(shell tools/find_python.sh $(COLAB_PYTHON_VERSION))
 
-.PHONY: setup colab-env site-deps site lab test notebooks lint sync glossary explore gpu-check
+.PHONY: setup colab-env site-deps site lab test fast colab notebooks lint sync glossary explore \
+	gpu-check
 
 setup: $(STAMP)
 
@@ -47,6 +57,10 @@ $(STAMP): requirements.txt pyproject.toml $(CONSTRAINTS)
 colab-env: $(COLAB_STAMP)
 
 $(COLAB_STAMP): $(COLAB_REQUIREMENTS)
+	@test -n "$(COLAB_BASE_PYTHON)" || { echo "make colab-env needs Python $(COLAB_PYTHON_VERSION)" \
+		"(Colab's): none found on PATH or in pyenv; set COLAB_BASE_PYTHON=/path/to/python3.13"; \
+		exit 1; }
+	$(COLAB_BASE_PYTHON) -c "import sys; assert sys.version_info[:2] == (3, 13), sys.version"
 	rm -rf $(COLAB_VENV)
 	$(COLAB_BASE_PYTHON) -m venv $(COLAB_VENV)
 	$(COLAB_VENV)/bin/python -m pip install -q --disable-pip-version-check -r $(COLAB_REQUIREMENTS)
@@ -73,10 +87,15 @@ lab: $(STAMP)
 # Three runs: the unit tests and every notebook (nbval keeps a notebook's cells on one worker:
 # --dist loadfile); the notebooks again at a lower SIMD level; every notebook on the Colab-like
 # runtime (one test per notebook, spread over the workers).
-test: $(STAMP) $(COLAB_STAMP) $(SITE_STAMP)
+test: fast colab-env
+	$(RUN_ENV) $(LOW_SIMD) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NOTEBOOKS) $(NBVAL)
+	$(MAKE) colab
+
+fast: $(STAMP) $(SITE_STAMP)
 	$(RUN_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests $(NOTEBOOKS) $(NBVAL) \
 		--ignore tests/test_colab_notebooks.py
-	$(RUN_ENV) $(LOW_SIMD) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NOTEBOOKS) $(NBVAL)
+
+colab: $(STAMP) $(COLAB_STAMP)
 	COLAB_PYTHON=$(CURDIR)/$(COLAB_VENV)/bin/python $(BIN)/python -m pytest -n $(JOBS) \
 		tests/test_colab_notebooks.py
 

@@ -1,4 +1,4 @@
-"""Scaled dot-product attention, masks, and multi-head attention (PyTorch).
+"""Softmax (scaled dot-product) attention, masks, and multi-head attention (PyTorch).
 
 Conventions used everywhere in the course:
 
@@ -23,14 +23,20 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_utils.validation import check_int, check_qkv, check_real, check_tensor
+from course_utils.validation import (
+    check_attention_inputs,
+    check_bool,
+    check_int,
+    check_real,
+    check_tensor,
+)
 
 __all__ = [
     "MultiHeadAttention",
     "causal_mask",
     "merge_heads",
     "padding_mask",
-    "scaled_dot_product_attention",
+    "softmax_attention",
     "split_heads",
 ]
 
@@ -52,6 +58,8 @@ def padding_mask(lengths: Tensor | list[int], max_len: int | None = None) -> Ten
     ``max_len`` defaults to the longest length. Use it as ``key_mask`` of
     :class:`MultiHeadAttention` (True = attend); PyTorch's ``key_padding_mask`` is ``~`` of it.
     """
+    if not isinstance(lengths, (Tensor, list, tuple)):
+        raise TypeError(f"lengths must be a tensor or a list of ints, got {type(lengths).__name__}")
     lengths = torch.as_tensor(lengths)
     if lengths.ndim != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
         raise TypeError(f"lengths must be a 1-D sequence of ints, got {lengths.dtype} "
@@ -65,21 +73,23 @@ def padding_mask(lengths: Tensor | list[int], max_len: int | None = None) -> Ten
     return torch.arange(max_len, device=lengths.device)[None, :] < lengths[:, None]
 
 
-def scaled_dot_product_attention(
+def softmax_attention(
     q: Tensor,
     k: Tensor,
     v: Tensor,
     mask: Tensor | None = None,
-    causal: bool = False,
     *,
+    causal: bool = False,
     scale: float | None = None,
     dropout_p: float = 0.0,
     enable_gqa: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """``Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V``, returning ``(output, weights)``.
 
-    Shapes: ``q`` ``(..., Lq, d_k)``, ``k`` ``(..., Lk, d_k)``, ``v`` ``(..., Lk, d_v)`` (leading
-    dimensions broadcast); ``output`` ``(..., Lq, d_v)``, ``weights`` ``(..., Lq, Lk)``.
+    The course's dense attention (PyTorch's fused ``F.scaled_dot_product_attention`` computes the
+    same output, returns no weights, and aligns ``is_causal`` top-left). Shapes: ``q``
+    ``(..., Lq, d_k)``, ``k`` ``(..., Lk, d_k)``, ``v`` ``(..., Lk, d_v)`` (leading dimensions
+    broadcast); ``output`` ``(..., Lq, d_v)``, ``weights`` ``(..., Lq, Lk)``.
 
     ``mask``: boolean, broadcastable to ``(..., Lq, Lk)``, True = attend. ``causal=True`` adds the
     bottom-right causal mask (:func:`causal_mask`); both may be given (they are combined with AND).
@@ -93,9 +103,10 @@ def scaled_dot_product_attention(
     serves a group of ``H_q / H_kv`` consecutive query heads (``H_kv = 1``: multi-query).
     ``output`` is ``(..., H_q, Lq, d_v)`` and ``weights`` ``(..., H_q, Lq, Lk)``.
     """
-    lq, lk, _, scale = check_qkv(q, k, v, scale)
+    lq, lk, _, scale = check_attention_inputs(q, k, v, scale, same_leading=False)
+    causal = check_bool(causal, "causal")
     dropout_p = check_real(dropout_p, "dropout_p", low=0, high=1, high_open=True)
-    if enable_gqa:
+    if check_bool(enable_gqa, "enable_gqa"):
         k, v = _repeat_kv_heads(q, k, v)
     try:
         batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -112,10 +123,15 @@ def scaled_dot_product_attention(
         if broadcast != torch.Size(scores_shape):
             raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the "
                              f"scores shape (..., Lq, Lk) = {scores_shape}")
-    if causal:
-        causal_part = causal_mask(lq, lk, device=q.device)
-        mask = causal_part if mask is None else mask & causal_part
+    return _attend(q, k, v, mask, causal, scale, dropout_p)
 
+
+def _attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, scale: float,
+            dropout_p: float) -> tuple[Tensor, Tensor]:
+    """The formula of :func:`softmax_attention`, on inputs already checked."""
+    if causal:
+        causal_part = causal_mask(q.shape[-2], k.shape[-2], device=q.device)
+        mask = causal_part if mask is None else mask & causal_part
     scores = (q @ k.transpose(-2, -1)) * scale
     if mask is None:
         weights = torch.softmax(scores, dim=-1)
@@ -204,6 +220,7 @@ class MultiHeadAttention(nn.Module):
         query: Tensor,
         key: Tensor,
         value: Tensor,
+        *,
         key_mask: Tensor | None = None,
         mask: Tensor | None = None,
         causal: bool = False,
@@ -216,7 +233,11 @@ class MultiHeadAttention(nn.Module):
         ``(B, h, Lq, Lk)``, True = query i may attend to key j; ``nn.MultiheadAttention``'s
         boolean ``attn_mask`` is the opposite. ``causal`` adds the bottom-right causal mask.
         Returns ``out`` ``(B, Lq, d_model)`` and the per-head weights ``(B, h, Lq, Lk)``.
+        The masks are keyword-only: a call ported positionally from ``nn.MultiheadAttention``
+        (whose fourth argument is ``key_padding_mask``, True = padding) fails instead of
+        attending to the padding.
         """
+        causal = check_bool(causal, "causal")
         for name, t in (("query", query), ("key", key), ("value", value)):
             check_tensor(t, name)
             if t.ndim != 3 or t.shape[-1] != self.d_model:
@@ -250,8 +271,7 @@ class MultiHeadAttention(nn.Module):
         k = split_heads(self.k_proj(key), self.n_heads)
         v = split_heads(self.v_proj(value), self.n_heads)
         dropout_p = self.dropout if self.training else 0.0
-        z, weights = scaled_dot_product_attention(q, k, v, combined, causal,
-                                                  dropout_p=dropout_p)
+        z, weights = _attend(q, k, v, combined, causal, self.d_k**-0.5, dropout_p)
         return self.out_proj(merge_heads(z)), weights
 
     @classmethod

@@ -187,7 +187,11 @@ def topological_order(root: Value) -> list[Value]:
 
 def sum_values(values: Iterable[Value | Number]) -> Value:
     """One node for ``v_1 + ... + v_n`` (local derivative 1 for each), not a chain of n adds."""
-    nodes = tuple(v if isinstance(v, Value) else Value(v) for v in values)
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"values must be an iterable of Values or numbers, got "
+                        f"{type(values).__name__}")
+    nodes = tuple(v if isinstance(v, Value) else Value(check_real(v, f"values[{i}]"))
+                  for i, v in enumerate(values))
     if not nodes:
         raise ValueError("values must hold at least one Value")
     return _node(math.fsum(v.data for v in nodes), nodes, (1.0,) * len(nodes), "sum")

@@ -26,10 +26,16 @@ __all__ = [
 ]
 
 
+def _check_callable(f: object, name: str) -> None:
+    if not callable(f):
+        raise TypeError(f"{name} must be a function, got {type(f).__name__}")
+
+
 def derivative(
     f: Callable[[float], float], x: float, h: float = 1e-5, method: str = "central"
 ) -> float:
     """``f'(x)`` of a scalar function by a ``"forward"`` or ``"central"`` difference of step h."""
+    _check_callable(f, "f")
     x, h = check_real(x, "x"), check_real(h, "h", low=0, low_open=True)
     if check_choice(method, "method", ("forward", "central")) == "forward":
         return (float(f(x + h)) - float(f(x))) / h
@@ -77,6 +83,8 @@ def gradient_check(
 
     Below about 1e-7 the two agree (float64, smooth f); above 1e-3 the analytic gradient is wrong.
     """
+    _check_callable(f, "f")
+    _check_callable(grad, "grad")
     x = real_array(x, "x").astype(np.float64)
     analytic = np.asarray(grad(x), dtype=np.float64)
     if analytic.shape != x.shape:

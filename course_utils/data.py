@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from course_utils.validation import check_int, check_real
+from course_utils.validation import check_bool, check_int, check_real
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 SPECIAL_TOKENS = (PAD, BOS, EOS)
@@ -79,6 +79,21 @@ def number_pairs(n_numbers: int = 10_000) -> list[tuple[str, str]]:
     return [(number_to_digits(n), number_to_words(n)) for n in range(n_numbers)]
 
 
+def check_pairs(pairs: object, name: str = "pairs") -> list[tuple[str, str]]:
+    """``pairs`` as a non-empty list of ``(source, target)`` str pairs (given as a list or tuple,
+    not an array); ``TypeError``/``ValueError`` naming ``name`` otherwise."""
+    if not isinstance(pairs, (list, tuple)):
+        raise TypeError(f"{name} must be a list of (source, target) str pairs, got "
+                        f"{type(pairs).__name__}")
+    for pair in pairs:
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2
+                and all(isinstance(s, str) for s in pair)):
+            raise TypeError(f"{name} must hold (source, target) str pairs, got {pair!r:.60}")
+    if not pairs:
+        raise ValueError(f"{name} must hold at least one pair")
+    return [tuple(pair) for pair in pairs]
+
+
 def split_pairs(
     pairs: Sequence[tuple[str, str]], test_fraction: float = 0.1, seed: int = 0
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
@@ -87,6 +102,7 @@ def split_pairs(
     Returns ``(train, test)`` with ``len(test) == round(test_fraction · len(pairs))``; the two
     are disjoint and together hold every pair once. Same seed, same split.
     """
+    pairs = check_pairs(pairs)
     if len(pairs) < 2:
         raise ValueError(f"pairs must hold at least 2 pairs to split, got {len(pairs)}")
     test_fraction = check_real(test_fraction, "test_fraction", low=0, high=1, low_open=True,
@@ -114,9 +130,13 @@ class Vocabulary:
     """
 
     def __init__(self, tokens: Iterable[str]) -> None:
+        if isinstance(tokens, str) or not isinstance(tokens, Iterable):
+            raise TypeError(f"tokens must be an iterable of str, got {type(tokens).__name__}")
         self.tokens: list[str] = list(SPECIAL_TOKENS)
         for token in tokens:
-            if not isinstance(token, str) or not token or " " in token:
+            if not isinstance(token, str):
+                raise TypeError(f"tokens must be str, got {type(token).__name__}")
+            if not token or " " in token:
                 raise ValueError(f"tokens must be non-empty strings without spaces, got {token!r}")
             if token not in self.tokens:
                 self.tokens.append(token)
@@ -126,6 +146,11 @@ class Vocabulary:
     @classmethod
     def from_sentences(cls, sentences: Iterable[str]) -> Vocabulary:
         """The vocabulary of every space-separated token in ``sentences``, sorted."""
+        if isinstance(sentences, str) or not isinstance(sentences, Iterable):
+            raise TypeError(f"sentences must be an iterable of str, got {type(sentences).__name__}")
+        sentences = list(sentences)
+        if not all(isinstance(s, str) for s in sentences):
+            raise TypeError("sentences must be an iterable of str")
         return cls(sorted({token for sentence in sentences for token in sentence.split()}))
 
     def __len__(self) -> int:
@@ -145,11 +170,13 @@ class Vocabulary:
         """Ids back to a sentence: skip ``<bos>``/``<pad>``, stop at the first ``<eos>``."""
         if isinstance(ids, torch.Tensor):
             ids = ids.tolist()
+        if isinstance(ids, str) or not isinstance(ids, Iterable):
+            raise TypeError(f"ids must be an iterable of int, got {type(ids).__name__}")
         words = []
         for i in ids:
-            i = check_int(i, "each id", minimum=None)
+            i = check_int(i, "ids", minimum=None)
             if not 0 <= i < len(self.tokens):
-                raise ValueError(f"id {i} is outside the vocabulary [0, {len(self.tokens)})")
+                raise ValueError(f"ids must lie in [0, {len(self.tokens)}), got {i}")
             if i == self.eos_id:
                 break
             if i not in (self.pad_id, self.bos_id):
@@ -161,12 +188,22 @@ def pad_sequences(sequences: Sequence[Sequence[int]], pad_id: int) -> torch.Tens
     """Stack sequences of different lengths into a (B, L_max) ``int64`` tensor, padding on the
     right with ``pad_id``. The padding mask of the course (True = real token) is
     ``padded != pad_id`` provided ``pad_id`` never occurs inside a sequence."""
+    if not isinstance(sequences, (list, tuple)) or not all(
+            isinstance(s, (Sequence, np.ndarray)) and not isinstance(s, str) for s in sequences):
+        raise TypeError(f"sequences must be a list of lists of int, got {type(sequences).__name__}")
     if len(sequences) == 0:
         raise ValueError("sequences must hold at least one sequence")
+    for seq in sequences:
+        for i in seq:
+            check_int(i, "sequences", minimum=None)
     longest = max(len(s) for s in sequences)
     if longest == 0:
         raise ValueError("sequences must not all be empty")
-    pad_id = check_int(pad_id, "pad_id", minimum=None)
+    return _pad(sequences, check_int(pad_id, "pad_id", minimum=None))
+
+
+def _pad(sequences: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
+    longest = max(len(s) for s in sequences)
     return torch.tensor([[*seq] + [pad_id] * (longest - len(seq)) for seq in sequences],
                         dtype=torch.long)
 
@@ -198,14 +235,23 @@ class Batch:
 
 def make_batch(pairs: Sequence[tuple[str, str]], vocab: Vocabulary) -> Batch:
     """Encode and pad a list of ``(source, target)`` sentences into one :class:`Batch`."""
-    if len(pairs) == 0:
-        raise ValueError("pairs must hold at least one (source, target) pair")
+    pairs = check_pairs(pairs)
+    _check_vocab(vocab)
+    return _make_batch(pairs, vocab)
+
+
+def _check_vocab(vocab: object) -> None:
+    if not isinstance(vocab, Vocabulary):
+        raise TypeError(f"vocab must be a Vocabulary, got {type(vocab).__name__}")
+
+
+def _make_batch(pairs: list[tuple[str, str]], vocab: Vocabulary) -> Batch:
     src = [vocab.encode(s, add_eos=True) for s, _ in pairs]
     tgt = [vocab.encode(t) for _, t in pairs]
     return Batch(
-        src=pad_sequences(src, vocab.pad_id),
-        tgt_in=pad_sequences([[vocab.bos_id, *t] for t in tgt], vocab.pad_id),
-        tgt_out=pad_sequences([[*t, vocab.eos_id] for t in tgt], vocab.pad_id),
+        src=_pad(src, vocab.pad_id),
+        tgt_in=_pad([[vocab.bos_id, *t] for t in tgt], vocab.pad_id),
+        tgt_out=_pad([[*t, vocab.eos_id] for t in tgt], vocab.pad_id),
         pad_id=vocab.pad_id,
     )
 
@@ -226,10 +272,10 @@ class BatchLoader:
         shuffle: bool = True,
         seed: int = 0,
     ) -> None:
-        if len(pairs) == 0:
-            raise ValueError("pairs must hold at least one (source, target) pair")
-        self.pairs, self.vocab = list(pairs), vocab
-        self.batch_size, self.shuffle = check_int(batch_size, "batch_size"), shuffle
+        _check_vocab(vocab)
+        self.pairs, self.vocab = check_pairs(pairs), vocab
+        self.batch_size = check_int(batch_size, "batch_size")
+        self.shuffle = check_bool(shuffle, "shuffle")
         self._rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
 
     def __len__(self) -> int:
@@ -240,4 +286,4 @@ class BatchLoader:
         order = self._rng.permutation(n) if self.shuffle else np.arange(n)
         for start in range(0, n, self.batch_size):
             chunk = [self.pairs[i] for i in order[start : start + self.batch_size]]
-            yield make_batch(chunk, self.vocab)
+            yield _make_batch(chunk, self.vocab)

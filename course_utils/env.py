@@ -11,7 +11,7 @@ from importlib import metadata
 
 import numpy as np
 
-from course_utils.validation import check_choice, check_int
+from course_utils.validation import check_capability, check_choice, check_int
 
 DEVICE_ENV_VAR = "COURSE_DEVICE"
 KNOWN_DEVICES = ("cuda", "mps", "cpu")
@@ -70,7 +70,8 @@ def cuda_capability() -> tuple[int, int] | None:
 
 def supports_bfloat16(capability: tuple[int, int] | None) -> bool:
     """True when a GPU of this compute capability computes in bfloat16 (sm80+)."""
-    return capability is not None and tuple(capability) >= BFLOAT16_CAPABILITY
+    capability = check_capability(capability)
+    return capability is not None and capability >= BFLOAT16_CAPABILITY
 
 
 def sdpa_backend(capability: tuple[int, int] | None, dtype) -> str | None:
@@ -80,12 +81,15 @@ def sdpa_backend(capability: tuple[int, int] | None, dtype) -> str | None:
     no GPU (``capability`` None: PyTorch picks its CPU kernel)."""
     import torch
 
+    capability = check_capability(capability)
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
     if capability is None:
         return None
     half = dtype in (torch.float16, torch.bfloat16)
     if dtype == torch.bfloat16 and not supports_bfloat16(capability):
         raise ValueError(f"bfloat16 needs compute capability 8.0+, this GPU has {capability}")
-    return "flash" if half and tuple(capability) >= FLASH_ATTENTION_CAPABILITY else "efficient"
+    return "flash" if half and capability >= FLASH_ATTENTION_CAPABILITY else "efficient"
 
 
 def sdpa_kernel(backend: str | None):

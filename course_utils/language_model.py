@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from course_utils.attention import merge_heads, scaled_dot_product_attention, split_heads
+from course_utils.attention import merge_heads, softmax_attention, split_heads
 from course_utils.layers import FeedForward, RMSNorm
 from course_utils.linalg import matmul_flops
 from course_utils.positional import apply_rope
@@ -43,9 +43,10 @@ __all__ = [
 _INT_FIELDS = ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "max_len")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LMConfig:
-    """The hyper-parameters of a :class:`DecoderLM` (one place, as nanoGPT's ``GPTConfig``).
+    """The hyper-parameters of a :class:`DecoderLM` (one place, as nanoGPT's ``GPTConfig``),
+    every field passed by name.
 
     ``n_heads`` query heads of size ``head_dim = d_model / n_heads`` (even, for RoPE) share
     ``n_kv_heads`` key/value heads (``n_heads`` a multiple of it: equal is multi-head attention,
@@ -178,7 +179,7 @@ class GroupedQueryAttention(nn.Module):
         if past is not None:
             k, v = torch.cat([past[0], k], dim=-2), torch.cat([past[1], v], dim=-2)
         # bottom-right causal mask: the L new queries come after the L_past cached keys
-        z, _ = scaled_dot_product_attention(q, k, v, causal=True, enable_gqa=True)
+        z, _ = softmax_attention(q, k, v, causal=True, enable_gqa=True)
         return self.out_proj(merge_heads(z)), k, v
 
 
@@ -225,13 +226,13 @@ class DecoderLM(nn.Module):
         if config.tie_embeddings:
             self.output.weight = self.embed.weight
 
-    def _check(self, value: object, cache: object) -> int:
+    def _check(self, value: object, cache: object, name: str = "ids") -> int:
         """Validate the inputs; return the position of the first new token."""
-        ids = check_tensor(value, "ids", dtype=torch.long, what="tensor of token ids")
+        ids = check_tensor(value, name, dtype=torch.long, what="tensor of token ids")
         if ids.ndim != 2 or ids.shape[1] == 0:
-            raise ValueError(f"ids must have shape (B, L) with L >= 1, got {tuple(ids.shape)}")
+            raise ValueError(f"{name} must have shape (B, L) with L >= 1, got {tuple(ids.shape)}")
         if ids.min() < 0 or ids.max() >= self.config.vocab_size:
-            raise ValueError(f"ids must lie in [0, vocab_size={self.config.vocab_size})")
+            raise ValueError(f"{name} must lie in [0, vocab_size={self.config.vocab_size})")
         start = 0
         if cache is not None:
             if not isinstance(cache, KVCache):
@@ -249,7 +250,10 @@ class DecoderLM(nn.Module):
         return start
 
     def forward(self, ids: Tensor, cache: KVCache | None = None) -> tuple[Tensor, KVCache]:
-        start = self._check(ids, cache)
+        return self._forward(ids, cache, self._check(ids, cache))
+
+    def _forward(self, ids: Tensor, cache: KVCache | None, start: int) -> tuple[Tensor, KVCache]:
+        """``forward`` on checked inputs, the new tokens starting at position ``start``."""
         positions = torch.arange(start, start + ids.shape[1])
         x = self.embed(ids)  # (B, L, d_model)
         keys, values = [], []
@@ -285,16 +289,20 @@ def generate(
     if not isinstance(model, DecoderLM):
         raise TypeError(f"model must be a DecoderLM, got {type(model).__name__}")
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=0)
+    use_cache = check_bool(use_cache, "use_cache")
     temperature = check_real(temperature, "temperature", low=0)
     top_k, top_p = check_filters(top_k, top_p)
-    model._check(prompt_ids, None)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got "
+                        f"{type(generator).__name__}")
+    model._check(prompt_ids, None, "prompt_ids")
     if prompt_ids.shape[1] + max_new_tokens > model.config.max_len:
         raise ValueError(f"the prompt ({prompt_ids.shape[1]} tokens) plus max_new_tokens="
                          f"{max_new_tokens} exceeds max_len={model.config.max_len}")
     was_training = model.training
     model.eval()
     ids = prompt_ids
-    logits, cache = model(ids)
+    logits, cache = model._forward(ids, None, 0)
     for step in range(max_new_tokens):
         last = logits[:, -1]  # (B, V)
         if temperature == 0:
@@ -303,6 +311,7 @@ def generate(
             next_id = sample(last, temperature, top_k, top_p, generator)
         ids = torch.cat([ids, next_id[:, None]], dim=1)
         if step + 1 < max_new_tokens:
-            logits, cache = model(next_id[:, None], cache) if use_cache else model(ids)
+            logits, cache = (model._forward(next_id[:, None], cache, cache.length) if use_cache
+                             else model._forward(ids, None, 0))
     model.train(was_training)
     return ids

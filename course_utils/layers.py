@@ -14,7 +14,7 @@ The hyper-parameters of the encoder and decoder blocks and of the whole model li
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -55,7 +55,7 @@ class TransformerConfig:
     epsilon); a stack (:class:`Encoder`, :class:`Decoder`) also ``n_encoder_layers`` or
     ``n_decoder_layers`` and ``final_norm`` (a LayerNorm after the last layer; None: only for
     pre-LN); :class:`Transformer` also ``src_vocab_size`` and ``tgt_vocab_size`` (None for a
-    config that builds only blocks), ``share_embeddings`` (one matrix for both embeddings and the
+    config that builds only blocks), ``tie_embeddings`` (one matrix for both embeddings and the
     output projection: then the two vocabularies are equal) and ``max_len`` (the longest
     sequence, the size of the positional table).
     """
@@ -72,7 +72,7 @@ class TransformerConfig:
     final_norm: bool | None = None
     src_vocab_size: int | None = None
     tgt_vocab_size: int | None = None
-    share_embeddings: bool = False
+    tie_embeddings: bool = False
     max_len: int = 512
 
     def __post_init__(self) -> None:
@@ -87,14 +87,14 @@ class TransformerConfig:
         normalize("dropout", check_real(self.dropout, "dropout", low=0, high=1, high_open=True))
         normalize("eps", check_real(self.eps, "eps", low=0, low_open=True))
         normalize("activation", check_choice(self.activation, "activation", _ACTIVATIONS))
-        for name in ("norm_first", "share_embeddings"):
+        for name in ("norm_first", "tie_embeddings"):
             normalize(name, check_bool(getattr(self, name), name))
         if self.final_norm is not None:
             normalize("final_norm", check_bool(self.final_norm, "final_norm"))
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
-            raise ValueError("share_embeddings needs one vocabulary: src_vocab_size="
+        if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError("tie_embeddings needs one vocabulary: src_vocab_size="
                              f"{self.src_vocab_size} differs from tgt_vocab_size="
                              f"{self.tgt_vocab_size}")
 
@@ -249,6 +249,27 @@ def _check_sequence(value: object, d_model: int, name: str) -> Tensor:
     return x
 
 
+def _check_encoder_inputs(x: object, padding_mask: object, d_model: int,
+                          names: tuple[str, str] = ("x", "padding_mask")
+                          ) -> tuple[Tensor, Tensor | None]:
+    x = _check_sequence(x, d_model, names[0])
+    return x, _check_padding_mask(padding_mask, x.shape[:2], names[1])
+
+
+def _check_decoder_inputs(x: object, memory: object, tgt_padding_mask: object,
+                          memory_padding_mask: object, d_model: int, x_name: str = "x"
+                          ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
+    x = _check_sequence(x, d_model, x_name)
+    memory = _check_sequence(memory, d_model, "memory")
+    if memory.shape[0] != x.shape[0]:
+        raise ValueError(f"{x_name} and memory must have the same batch size, got {x.shape[0]} "
+                         f"and {memory.shape[0]}")
+    tgt_padding_mask = _check_padding_mask(tgt_padding_mask, x.shape[:2], "tgt_padding_mask")
+    names = "memory_padding_mask" if x_name == "x" else "src_padding_mask"
+    memory_padding_mask = _check_padding_mask(memory_padding_mask, memory.shape[:2], names)
+    return x, memory, tgt_padding_mask, memory_padding_mask
+
+
 def _copy_feed_forward(feed_forward: FeedForward, module: Any) -> None:
     """Copy a PyTorch layer's ``linear1`` and ``linear2`` (weights and biases) into ours."""
     with torch.no_grad():
@@ -309,8 +330,9 @@ class EncoderLayer(nn.Module):
         return self.dropout1(self.self_attn(x, x, x, key_mask=padding_mask)[0])
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
-        x = _check_sequence(x, self.norm1.d_model, "x")
-        padding_mask = _check_padding_mask(padding_mask, x.shape[:2], "padding_mask")
+        return self._forward(*_check_encoder_inputs(x, padding_mask, self.norm1.d_model))
+
+    def _forward(self, x: Tensor, padding_mask: Tensor | None) -> Tensor:
         if self.norm_first:
             x = x + self._attend(self.norm1(x), padding_mask)
             return x + self.dropout2(self.feed_forward(self.norm2(x)))
@@ -392,15 +414,12 @@ class DecoderLayer(nn.Module):
         memory_padding_mask: Tensor | None = None,
         causal: bool = True,
     ) -> Tensor:
-        d_model = self.norm1.d_model
-        x = _check_sequence(x, d_model, "x")
-        memory = _check_sequence(memory, d_model, "memory")
-        if memory.shape[0] != x.shape[0]:
-            raise ValueError(f"x and memory must have the same batch size, got {x.shape[0]} "
-                             f"and {memory.shape[0]}")
-        tgt_padding_mask = _check_padding_mask(tgt_padding_mask, x.shape[:2], "tgt_padding_mask")
-        memory_padding_mask = _check_padding_mask(memory_padding_mask, memory.shape[:2],
-                                                  "memory_padding_mask")
+        checked = _check_decoder_inputs(x, memory, tgt_padding_mask, memory_padding_mask,
+                                        self.norm1.d_model)
+        return self._forward(*checked, check_bool(causal, "causal"))
+
+    def _forward(self, x: Tensor, memory: Tensor, tgt_padding_mask: Tensor | None,
+                 memory_padding_mask: Tensor | None, causal: bool) -> Tensor:
         if self.norm_first:
             x = x + self._self_block(self.norm1(x), tgt_padding_mask, causal)
             x = x + self._cross_block(self.norm2(x), memory, memory_padding_mask)
@@ -471,8 +490,11 @@ class Encoder(_LayerStack):
     n_layers_field = "n_encoder_layers"
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
-        for layer in self.layers:
-            x = layer(x, padding_mask)
+        return self._forward(*_check_encoder_inputs(x, padding_mask, self.config.d_model))
+
+    def _forward(self, x: Tensor, padding_mask: Tensor | None) -> Tensor:
+        for layer in cast(list[EncoderLayer], self.layers):
+            x = layer._forward(x, padding_mask)
         return x if self.norm is None else self.norm(x)
 
 
@@ -488,8 +510,13 @@ class Decoder(_LayerStack):
 
     def forward(self, x: Tensor, memory: Tensor, tgt_padding_mask: Tensor | None = None,
                 memory_padding_mask: Tensor | None = None) -> Tensor:
-        for layer in self.layers:
-            x = layer(x, memory, tgt_padding_mask, memory_padding_mask)
+        return self._forward(*_check_decoder_inputs(x, memory, tgt_padding_mask,
+                                                    memory_padding_mask, self.config.d_model))
+
+    def _forward(self, x: Tensor, memory: Tensor, tgt_padding_mask: Tensor | None,
+                 memory_padding_mask: Tensor | None) -> Tensor:
+        for layer in cast(list[DecoderLayer], self.layers):
+            x = layer._forward(x, memory, tgt_padding_mask, memory_padding_mask, True)
         return x if self.norm is None else self.norm(x)
 
 
@@ -499,7 +526,7 @@ class Transformer(nn.Module):
     ``src`` (B, S) ids → embedding · √d_model + sinusoidal PE → dropout → :class:`Encoder` →
     memory (B, S, d). ``tgt`` (B, T) ids → the same embedding recipe → :class:`Decoder` (masked
     self-attention, cross-attention to the memory) → linear output projection → logits
-    (B, T, V_tgt). The output projection has no bias. ``share_embeddings=True`` uses one matrix
+    (B, T, V_tgt). The output projection has no bias. ``tie_embeddings=True`` uses one matrix
     (V, d) for the source embedding, the target embedding and the output projection, as the
     paper does with its shared vocabulary (then ``src_vocab_size == tgt_vocab_size``).
     Padding masks are (B, L) boolean, True = real token. Matrices start Xavier-uniform.
@@ -516,9 +543,9 @@ class Transformer(nn.Module):
             raise ValueError("a Transformer needs config.src_vocab_size and "
                              "config.tgt_vocab_size")
         self.d_model = d_model = c.d_model
-        self.share_embeddings = c.share_embeddings
+        self.tie_embeddings = c.tie_embeddings
         self.src_embed = nn.Embedding(c.src_vocab_size, d_model)
-        self.tgt_embed = self.src_embed if c.share_embeddings else nn.Embedding(c.tgt_vocab_size,
+        self.tgt_embed = self.src_embed if c.tie_embeddings else nn.Embedding(c.tgt_vocab_size,
                                                                                 d_model)
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)
@@ -530,7 +557,7 @@ class Transformer(nn.Module):
         for p in self.parameters():
             if p.ndim > 1:
                 nn.init.xavier_uniform_(p)
-        if c.share_embeddings:
+        if c.tie_embeddings:
             self.output.weight = self.tgt_embed.weight
 
     def _embed(self, ids: Tensor, table: nn.Embedding, name: str) -> Tensor:
@@ -546,15 +573,17 @@ class Transformer(nn.Module):
 
     def encode(self, src: Tensor, src_padding_mask: Tensor | None = None) -> Tensor:
         """Source ids (B, S) → memory (B, S, d_model)."""
-        return self.encoder(self._embed(src, self.src_embed, "src"), src_padding_mask)
+        x = self._embed(src, self.src_embed, "src")
+        mask = _check_padding_mask(src_padding_mask, x.shape[:2], "src_padding_mask")
+        return self.encoder._forward(x, mask)
 
     def decode(self, tgt: Tensor, memory: Tensor, src_padding_mask: Tensor | None = None,
                tgt_padding_mask: Tensor | None = None) -> Tensor:
         """Target ids (B, T) read so far, and the memory → logits (B, T, V_tgt) for the next
         token at every position (causal: position t sees target tokens ≤ t)."""
-        x = self.decoder(self._embed(tgt, self.tgt_embed, "tgt"), memory, tgt_padding_mask,
-                         src_padding_mask)
-        return self.output(x)
+        checked = _check_decoder_inputs(self._embed(tgt, self.tgt_embed, "tgt"), memory,
+                                        tgt_padding_mask, src_padding_mask, self.d_model, "tgt")
+        return self.output(self.decoder._forward(*checked))
 
     def forward(self, src: Tensor, tgt: Tensor, src_padding_mask: Tensor | None = None,
                 tgt_padding_mask: Tensor | None = None) -> Tensor:
@@ -591,6 +620,6 @@ def transformer_parameter_count(config: TransformerConfig) -> int:
     layers = (c.n_encoder_layers * (attention + ffn + 2 * norm)
               + c.n_decoder_layers * (2 * attention + ffn + 3 * norm))
     v_src, v_tgt = c.src_vocab_size, c.tgt_vocab_size
-    embeddings = v_src * d if c.share_embeddings else (v_src + 2 * v_tgt) * d
+    embeddings = v_src * d if c.tie_embeddings else (v_src + 2 * v_tgt) * d
     final_norm = c.norm_first if c.final_norm is None else c.final_norm
     return layers + embeddings + (2 * norm if final_norm else 0)

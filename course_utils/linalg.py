@@ -119,12 +119,12 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
     ``ValueError`` naming the axis, e.g. (32, 128, 768) with (128, 512).
     """
     if not shapes:
-        raise ValueError("broadcast_shape needs at least one shape")
+        raise ValueError("shapes must hold at least one shape")
     checked = []
     for number, shape in enumerate(shapes):
         if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
-            raise TypeError(f"shape {number} must be a tuple of ints, got {shape!r:.60}")
-        checked.append(tuple(check_int(size, f"shape {number}[{i}]", minimum=0)
+            raise TypeError(f"shapes[{number}] must be a tuple of ints, got {shape!r:.60}")
+        checked.append(tuple(check_int(size, f"shapes[{number}][{i}]", minimum=0)
                              for i, size in enumerate(shape)))
     ndim = max(len(shape) for shape in checked)
     result = []

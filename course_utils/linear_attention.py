@@ -26,7 +26,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from course_utils.tiled import check_tensors
+from course_utils.validation import check_attention_inputs, check_bool, check_tensor
 
 CHUNK = 128  # rows per chunk of the causal prefix sums: memory O(N·CHUNK + (N/CHUNK)·r·d_v)
 FeatureMap = Callable[[torch.Tensor], torch.Tensor]
@@ -34,13 +34,14 @@ FeatureMap = Callable[[torch.Tensor], torch.Tensor]
 
 def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
     """``φ(x) = elu(x) + 1``: ``x + 1`` for ``x > 0``, ``e^x`` below; positive, same shape."""
-    return F.elu(x) + 1
+    return F.elu(check_tensor(x, "x")) + 1
 
 
 def linear_attention(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
+    *,
     causal: bool = False,
     feature_map: FeatureMap | None = None,
 ) -> torch.Tensor:
@@ -52,7 +53,8 @@ def linear_attention(
     before it) plus the chunk's own lower triangle. ``feature_map`` maps ``(..., L, d)`` to
     non-negative ``(..., L, r)`` features (default :func:`elu_feature_map`).
     """
-    lq, lk, _, _ = check_tensors(q, k, v, 1, 1, None)
+    lq, lk, _, _ = check_attention_inputs(q, k, v, None)
+    check_bool(causal, "causal")
     phi_q, phi_k = _features(q, k, feature_map)
     work = phi_q.dtype
     v = v.to(work)
@@ -77,6 +79,7 @@ def linear_attention_step(
     k: torch.Tensor,
     v: torch.Tensor,
     state: tuple[torch.Tensor, torch.Tensor] | None = None,
+    *,
     feature_map: FeatureMap | None = None,
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
     """One token of causal linear attention as a recurrent network: ``(out, (S, z))``.
@@ -86,7 +89,14 @@ def linear_attention_step(
     None to start from zeros. The state has the same size at every step: ``O(r·d_v)``, however
     long the sequence.
     """
-    check_tensors(q.unsqueeze(-2), k.unsqueeze(-2), v.unsqueeze(-2), 1, 1, None)
+    q, k, v = (check_tensor(t, name, min_ndim=1) for name, t in (("q", q), ("k", k), ("v", v)))
+    check_attention_inputs(q.unsqueeze(-2), k.unsqueeze(-2), v.unsqueeze(-2), None)
+    if state is not None and not (isinstance(state, tuple) and len(state) == 2):
+        raise TypeError(f"state must be None or a pair (S, z) of tensors, got "
+                        f"{type(state).__name__}")
+    if state is not None:
+        for name, t in zip(("S", "z"), state, strict=True):
+            check_tensor(t, f"state's {name}")
     phi_q, phi_k = (t.squeeze(-2) for t in _features(q.unsqueeze(-2), k.unsqueeze(-2),
                                                        feature_map))
     v = v.to(phi_k.dtype)

@@ -14,11 +14,12 @@ number (from 1):
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
 
-from course_utils.validation import check_real
+from course_utils.validation import check_bool, check_real
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
 
@@ -40,11 +41,15 @@ class Optimizer:
 
     def step(self, grads: Sequence[np.ndarray]) -> None:
         """Update every parameter in place from its gradient (same order and shapes)."""
+        if isinstance(grads, (str, bytes)) or not isinstance(grads, (Sequence, np.ndarray)):
+            raise TypeError(f"grads must be a sequence of NumPy arrays, got {type(grads).__name__}")
         grads = list(grads)
         if len(grads) != len(self.params):
-            raise ValueError(f"expected {len(self.params)} gradients, got {len(grads)}")
+            raise ValueError(f"grads must hold {len(self.params)} gradients, got {len(grads)}")
         checked = []
         for i, (p, g) in enumerate(zip(self.params, grads, strict=True)):
+            if not isinstance(g, (np.ndarray, list, tuple, numbers.Real)):
+                raise TypeError(f"grads[{i}] must be a NumPy array, got {type(g).__name__}")
             g = np.asarray(g, dtype=p.dtype)
             if g.shape != p.shape:
                 raise ValueError(f"grads[{i}] has shape {g.shape}, params[{i}] has {p.shape}")
@@ -73,6 +78,7 @@ class SGD(Optimizer):
         super().__init__(params, lr)
         self.momentum = check_real(momentum, "momentum", low=0)
         self.weight_decay = check_real(weight_decay, "weight_decay", low=0)
+        nesterov = check_bool(nesterov, "nesterov")
         if nesterov and self.momentum == 0:
             raise ValueError("nesterov needs momentum > 0")
         self.nesterov = nesterov
@@ -101,7 +107,9 @@ class Adam(Optimizer):
         weight_decay: float = 0.0,
     ) -> None:
         super().__init__(params, lr)
-        if np.shape(betas) != (2,):
+        if not isinstance(betas, (tuple, list)):
+            raise TypeError(f"betas must be a pair of numbers, got {type(betas).__name__}")
+        if len(betas) != 2:
             raise ValueError(f"betas must be two numbers in [0, 1), got {betas!r}")
         self.beta1, self.beta2 = (check_real(b, f"betas[{i}]", low=0, high=1, high_open=True)
                                   for i, b in enumerate(betas))

@@ -7,9 +7,12 @@ Design", 2008), which stays distinguishable under the common forms of colour bli
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, cast
 
 import numpy as np
+
+from course_utils.validation import check_real
 
 # Okabe–Ito: blue, orange, bluish green, vermillion, reddish purple, sky blue, yellow, black.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -45,8 +48,15 @@ def text_color(value: float, vmin: float, vmax: float, cmap: str = COLORMAP) -> 
     """
     import matplotlib
 
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # ±inf, NaN: an end
+        raise TypeError(f"value must be a real number, got {type(value).__name__}")
+    vmin, vmax = check_real(vmin, "vmin"), check_real(vmax, "vmax")
     if not vmax > vmin:
         raise ValueError(f"vmax must be greater than vmin, got vmin={vmin}, vmax={vmax}")
+    if not isinstance(cmap, str):
+        raise TypeError(f"cmap must be a colormap name, got {type(cmap).__name__}")
+    if cmap not in matplotlib.colormaps:
+        raise ValueError(f"cmap must be a matplotlib colormap name, got {cmap!r}")
     t = min(max((value - vmin) / (vmax - vmin), 0.0), 1.0)
     r, g, b, _ = matplotlib.colormaps[cmap](t)
 
@@ -225,12 +235,20 @@ def _data_under(ax: Any, box: Any) -> list[str]:
     return hits
 
 
+def _check_figure(fig: object) -> None:
+    from matplotlib.figure import Figure
+
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+
+
 def figure_problems(fig: Any) -> list[str]:
     """Every pair of drawn texts that overlap, and every legend that covers plotted data, in
     ``fig`` as it will be shown (drawn first, so ``tight_layout`` and ``constrained_layout``
     apply); each problem is one sentence. Texts over a heatmap's image are fine."""
     from matplotlib.transforms import Bbox
 
+    _check_figure(fig)
     texts = _drawn_texts(fig)
     names = _text_names(fig, [text for text, _ in texts])
     tolerance = TOLERANCE_POINTS * fig.dpi / 72
@@ -267,6 +285,8 @@ def show(fig: Any = None) -> None:
     """
     import matplotlib.pyplot as plt
 
+    if fig is not None:
+        _check_figure(fig)
     figures = [fig] if fig is not None else [plt.figure(n) for n in plt.get_fignums()]
     problems = [f"figure {i}: {problem}" for i, f in enumerate(figures, 1)
                 for problem in figure_problems(f)]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from course_utils.validation import check_axis, check_real, float_array
+from course_utils.validation import check_axis, check_bool, check_real, float_array
 
 __all__ = ["log_softmax", "logsumexp", "softmax"]
 
@@ -80,7 +80,7 @@ def logsumexp(x: ArrayLike, axis: int = -1, keepdims: bool = False) -> np.ndarra
     gives ``-inf``; ``+inf`` anywhere in a slice gives ``+inf``.
     """
     array = float_array(x, "x")
-    axis = check_axis(axis, array.ndim)
+    axis, keepdims = check_axis(axis, array.ndim), check_bool(keepdims, "keepdims")
     work = array.astype(np.float32) if array.dtype == np.float16 else array
     peak = np.max(work, axis=axis, keepdims=True)
     safe_peak = np.where(np.isfinite(peak), peak, 0)  # all -inf or any +inf: the sum decides

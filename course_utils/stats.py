@@ -15,7 +15,14 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from course_utils.validation import check_axis, check_int, check_real, check_rng, real_array
+from course_utils.validation import (
+    check_axis,
+    check_bool,
+    check_int,
+    check_real,
+    check_rng,
+    real_array,
+)
 
 __all__ = [
     "dot_product_samples",
@@ -165,6 +172,7 @@ def dot_product_samples(
     """
     d_k = check_int(d_k, "d_k", 1)
     n_samples = check_int(n_samples, "n_samples", 1)
+    scaled = check_bool(scaled, "scaled")
     generator = check_rng(rng)
     rows = max(1, _CHUNK_ELEMENTS // d_k)
     chunks = []
@@ -193,6 +201,7 @@ def dot_product_variance(
         raise TypeError(f"d_ks must be a sequence of ints, got {type(d_ks).__name__}")
     if len(d_ks) == 0:
         raise ValueError("d_ks must not be empty")
+    d_ks = [check_int(d, f"d_ks[{i}]") for i, d in enumerate(d_ks)]
     n_samples = check_int(n_samples, "n_samples", 2)
     generator = check_rng(rng)
     return np.array(

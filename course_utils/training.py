@@ -21,11 +21,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.data import Batch, Vocabulary
-from course_utils.validation import check_int, check_real, check_tensor
+from course_utils.data import Batch, Vocabulary, check_pairs
+from course_utils.validation import check_bool, check_int, check_real, check_tensor
 
 if TYPE_CHECKING:
     from course_utils.layers import Transformer
+
+
+def _check_type(value: object, name: str, kind: type | tuple[type, ...], what: str) -> None:
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+
+
+def _check_model(model: object) -> None:
+    """An encoder–decoder with ``encode`` and ``decode`` (see the module docstring)."""
+    if not (isinstance(model, nn.Module) and callable(getattr(model, "encode", None))
+            and callable(getattr(model, "decode", None))):
+        raise TypeError("model must be an encoder-decoder nn.Module with encode and decode "
+                        f"(a course_utils.layers.Transformer), got {type(model).__name__}")
 
 
 def warmup_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
@@ -49,9 +62,11 @@ def warmup_scheduler(
     ``LambdaLR`` multiplies each group's initial lr by the lambda, so every group of
     ``optimizer`` must be created with ``lr=1.0``.
     """
+    _check_type(optimizer, "optimizer", torch.optim.Optimizer, "a torch.optim.Optimizer")
     lrs = [group["lr"] for group in optimizer.param_groups]
     if any(lr != 1.0 for lr in lrs):
-        raise ValueError(f"create the optimizer with lr=1.0 (the schedule sets it), got {lrs}")
+        raise ValueError(f"optimizer must be created with lr=1.0 (the schedule sets it), got {lrs}")
+    warmup_lr(1, d_model, warmup, scale)  # check the numbers now, not at the first step
     return torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda i: warmup_lr(i + 1, d_model, warmup, scale)
     )
@@ -94,18 +109,23 @@ class ProgressBar:
                  file: TextIO | None = None) -> None:
         self.total, self.width = check_int(total, "total"), check_int(width, "width")
         self.every = max(1, self.total // check_int(redraws, "redraws"))
+        if file is not None and not callable(getattr(file, "write", None)):
+            raise TypeError(f"file must be a text stream or None, got {type(file).__name__}")
         self.file = file or sys.stdout
         self.start = time.perf_counter()
 
     def render(self, done: int, message: str = "") -> str:
         """The bar's text after ``done`` of ``total`` steps (no timing, no carriage return)."""
         done = check_int(done, "done", minimum=0, maximum=self.total)
+        _check_type(message, "message", str, "a str")
         filled = round(self.width * done / self.total)
         bar = "#" * filled + "-" * (self.width - filled)
         return f"[{bar}] {100 * done / self.total:3.0f}%  {done}/{self.total}  {message}".rstrip()
 
     def update(self, done: int, message: str = "") -> None:
+        """Redraw the bar after ``done`` steps (at most ``redraws`` times in all)."""
         done = check_int(done, "done", minimum=0, maximum=self.total)
+        _check_type(message, "message", str, "a str")
         if done % self.every == 0 or done == self.total:
             elapsed = time.perf_counter() - self.start
             print(f"\r{self.render(done, message)}  {elapsed:.1f}s", end="", file=self.file,
@@ -134,6 +154,14 @@ def train(
     (one pass = one epoch). With ``progress`` a :class:`ProgressBar` shows the step and the
     running loss on stdout.
     """
+    _check_type(model, "model", nn.Module, "an nn.Module")
+    _check_type(optimizer, "optimizer", torch.optim.Optimizer, "a torch.optim.Optimizer")
+    if scheduler is not None:
+        _check_type(scheduler, "scheduler", torch.optim.lr_scheduler.LRScheduler,
+                    "a torch LRScheduler or None")
+    if not isinstance(batches, Iterable):
+        raise TypeError(f"batches must be an iterable of Batch, got {type(batches).__name__}")
+    progress = check_bool(progress, "progress")
     n_steps = check_int(n_steps, "n_steps")
     label_smoothing = check_real(label_smoothing, "label_smoothing", low=0, high=1)
     if clip_norm is not None:
@@ -146,6 +174,7 @@ def train(
         empty = True
         for batch in batches:
             empty = False
+            _check_type(batch, "batches", Batch, "an iterable of Batch")
             logits = model(batch.src, batch.tgt_in, batch.src_padding_mask,
                            batch.tgt_padding_mask)
             loss = sequence_loss(logits, batch.tgt_out, batch.pad_id, label_smoothing)
@@ -164,7 +193,7 @@ def train(
             if step == n_steps:
                 break
         if empty:
-            raise ValueError("batches yielded no batch")
+            raise ValueError("batches must yield at least one batch")
     if bar is not None:
         bar.close()
     model.eval()
@@ -187,6 +216,7 @@ def greedy_decode(
     Rows that have produced ``<eos>`` keep producing ``<eos>``; the loop stops early once all
     have. Returns (B, 1 + n) int64 ids beginning with ``<bos>``, n ≤ ``max_len``.
     """
+    _check_model(model)
     check_tensor(src, "src", dtype=torch.long, what="tensor of token ids")
     check_tensor(src_padding_mask, "src_padding_mask", dtype=torch.bool,
                  what="tensor (True = real token)")
@@ -197,6 +227,11 @@ def greedy_decode(
             f"expected src (B, S) and src_padding_mask (B, S), got {tuple(src.shape)} and "
             f"{tuple(src_padding_mask.shape)}"
         )
+    return _greedy_decode(model, src, src_padding_mask, bos_id, eos_id, max_len)
+
+
+def _greedy_decode(model: Transformer, src: torch.Tensor, src_padding_mask: torch.Tensor,
+                   bos_id: int, eos_id: int, max_len: int) -> torch.Tensor:
     was_training = model.training
     model.eval()
     memory = model.encode(src, src_padding_mask)
@@ -217,13 +252,31 @@ def greedy_decode(
 def translate(model: Transformer, sentences: list[str], vocab: Vocabulary,
               max_len: int = 20) -> list[str]:
     """Greedy translations of ``sentences`` (source side encoded with a trailing ``<eos>``)."""
+    _check_model(model)
+    _check_type(vocab, "vocab", Vocabulary, "a Vocabulary")
+    if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)):
+        raise TypeError(f"sentences must be a list of str, got {type(sentences).__name__}")
     if not sentences:
         raise ValueError("sentences must hold at least one sentence")
+    _check_sentences(sentences, vocab)
+    return _translate(model, list(sentences), vocab, check_int(max_len, "max_len"))
+
+
+def _check_sentences(sentences: list[str], vocab: Vocabulary) -> None:
+    if not all(isinstance(s, str) for s in sentences):
+        raise TypeError("sentences must be a list of str")
+    unknown = {t for s in sentences for t in s.split()} - set(vocab.tokens)
+    if unknown:
+        raise ValueError(f"sentences hold tokens not in the vocabulary: {sorted(unknown)[:5]}")
+
+
+def _translate(model: Transformer, sentences: list[str], vocab: Vocabulary,
+               max_len: int) -> list[str]:
     device = next(model.parameters()).device
     src = [vocab.encode(s, add_eos=True) for s in sentences]
     longest = max(len(s) for s in src)
     src_ids = torch.tensor([s + [vocab.pad_id] * (longest - len(s)) for s in src], device=device)
-    ids = greedy_decode(model, src_ids, src_ids != vocab.pad_id, vocab.bos_id, vocab.eos_id,
+    ids = _greedy_decode(model, src_ids, src_ids != vocab.pad_id, vocab.bos_id, vocab.eos_id,
                         max_len)
     return [vocab.decode(row) for row in ids.cpu()]
 
@@ -231,12 +284,14 @@ def translate(model: Transformer, sentences: list[str], vocab: Vocabulary,
 def exact_match(model: Transformer, pairs: list[tuple[str, str]], vocab: Vocabulary, *,
                 batch_size: int = 500, max_len: int = 20) -> float:
     """Fraction of ``(source, target)`` pairs whose greedy translation equals the target exactly."""
-    if not pairs:
-        raise ValueError("pairs must hold at least one pair")
-    batch_size = check_int(batch_size, "batch_size")
+    _check_model(model)
+    _check_type(vocab, "vocab", Vocabulary, "a Vocabulary")
+    pairs = check_pairs(pairs)
+    batch_size, max_len = check_int(batch_size, "batch_size"), check_int(max_len, "max_len")
+    _check_sentences([s for s, _ in pairs], vocab)
     correct = 0
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start : start + batch_size]
-        guesses = translate(model, [s for s, _ in chunk], vocab, max_len)
+        guesses = _translate(model, [s for s, _ in chunk], vocab, max_len)
         correct += sum(g == t for g, (_, t) in zip(guesses, chunk, strict=True))
     return correct / len(pairs)

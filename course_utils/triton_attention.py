@@ -1,7 +1,7 @@
 """A Triton kernel for tiled attention (the FlashAttention-2 forward pass).
 
-One Triton *program* computes one block of ``BLOCK_M`` query rows of one (batch, head): it loads
-its queries once, walks over the keys and values in blocks of ``BLOCK_N`` with the running
+One Triton *program* computes one block of ``BLOCK_Q`` query rows of one (batch, head): it loads
+its queries once, walks over the keys and values in blocks of ``BLOCK_K`` with the running
 max / running sum / rescaled accumulator of :mod:`course_utils.tiled`, and writes the output
 block and its log-sum-exp. The semantics are those of
 :func:`course_utils.tiled.tiled_attention_forward` (bottom-right causal alignment, sliding
@@ -39,7 +39,7 @@ functions): ``tl.zeros``, ``tl.max`` and ``tl.sum`` are JIT functions that trito
 imported, in whichever mode was set then. Setting ``TRITON_INTERPRET=1`` yourself before
 importing this module forces the interpreter even on a GPU machine; ``TRITON_INTERPRET=0``
 forces compiled mode even without a GPU (for :func:`compile_ahead`). Where triton is not
-installed, :func:`triton_available` is False and :func:`triton_attention` raises
+installed, :func:`triton_available` is False and :func:`triton_attention_forward` raises
 ``ModuleNotFoundError`` saying so.
 """
 
@@ -53,10 +53,16 @@ from typing import Any
 import torch
 
 from course_utils.env import cuda_capability, supports_bfloat16
-from course_utils.tiled import check_sparsity, check_tensors
+from course_utils.validation import (
+    check_attention_inputs,
+    check_bool,
+    check_capability,
+    check_int,
+    check_window,
+)
 
-_LN2 = math.log(2.0)
-_LOG2E = 1.0 / _LN2
+_LN_2 = math.log(2.0)
+_LOG2E = 1.0 / _LN_2
 _STATE: dict[str, Any] = {}
 tl: Any = None  # triton.language, bound by _kernel() when triton is first imported
 
@@ -80,6 +86,7 @@ def interpreter_mode() -> bool:
 def supported_dtypes(capability: tuple[int, int] | None) -> tuple[torch.dtype, ...]:
     """The input dtypes the kernel accepts on a GPU of this compute capability (None: the
     interpreter, where bfloat16 is computed in float32)."""
+    capability = check_capability(capability)
     if capability is not None and tuple(capability) < MIN_CAPABILITY:
         return ()
     dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float16)
@@ -91,17 +98,27 @@ def supported_dtypes(capability: tuple[int, int] | None) -> tuple[torch.dtype, .
 def launch_config(
     dtype: torch.dtype, head_dim: int, capability: tuple[int, int] | None
 ) -> dict[str, int]:
-    """Default tiles and launch options: ``block_m``, ``block_n`` (and, on a GPU, ``num_warps``
+    """Default tiles and launch options: ``block_q``, ``block_k`` (and, on a GPU, ``num_warps``
     and ``num_stages``) for ``dtype`` and ``head_dim`` on a GPU of this compute capability (None:
     the interpreter, 32 × 32). Tensor-core GPUs take 128 × 64 tiles in half precision and
     64 × 32 in float32; a 7.5 GPU, whose tl.dot is plain FMAs, 64 × 32 for every dtype."""
+    _check_dtype(dtype)
+    head_dim = check_int(head_dim, "head_dim")
+    capability = check_capability(capability)
     if capability is None:
-        return {"block_m": 32, "block_n": 32}
+        return {"block_q": 32, "block_k": 32}
     half = dtype in (torch.float16, torch.bfloat16)
     if half and tuple(capability) >= TENSOR_CORE_CAPABILITY:
-        return {"block_m": 128, "block_n": 64, "num_warps": 8 if head_dim > 64 else 4,
+        return {"block_q": 128, "block_k": 64, "num_warps": 8 if head_dim > 64 else 4,
                 "num_stages": 3}
-    return {"block_m": 64, "block_n": 32, "num_warps": 4, "num_stages": 2}
+    return {"block_q": 64, "block_k": 32, "num_warps": 4, "num_stages": 2}
+
+
+def _check_dtype(dtype: object) -> None:
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
+    if dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise ValueError(f"dtype must be float16, bfloat16 or float32, got {dtype}")
 
 
 def _check_gpu(capability: tuple[int, int], dtype: torch.dtype) -> None:
@@ -117,13 +134,13 @@ def _check_gpu(capability: tuple[int, int], dtype: torch.dtype) -> None:
         )
 
 
-def _constexprs(dtype: torch.dtype, head_dim: int, block_m: int, block_n: int, causal: bool):
+def _constexprs(dtype: torch.dtype, head_dim: int, block_q: int, block_k: int, causal: bool):
     """The kernel's compile-time constants (one compiled kernel per distinct set)."""
     return {
         "HEAD_DIM": head_dim,
         "D_PAD": max(16, 1 << (head_dim - 1).bit_length()),  # the next power of two, at least 16
-        "BLOCK_M": block_m,
-        "BLOCK_N": block_n,
+        "BLOCK_Q": block_q,
+        "BLOCK_K": block_k,
         "CAUSAL": bool(causal),
         "PRECISION": "ieee" if dtype == torch.float32 else "tf32",
     }
@@ -133,9 +150,15 @@ def compile_ahead(
     capability: tuple[int, int], dtype: torch.dtype, head_dim: int, causal: bool
 ) -> dict[str, Any]:
     """Compile the kernel for a GPU of this compute capability without needing one, with the
-    launch configuration :func:`triton_attention` would use there; returns Triton's assembly
+    launch configuration :func:`triton_attention_forward` would use there; returns Triton's assembly
     stages by name (``"ptx"``, ``"cubin"``, …). Needs compiled mode: set TRITON_INTERPRET=0
     before importing this module on a machine without a GPU."""
+    capability = check_capability(capability)
+    if capability is None:
+        raise TypeError("capability must be a (major, minor) tuple, got None")
+    _check_dtype(dtype)
+    head_dim = check_int(head_dim, "head_dim")
+    check_bool(causal, "causal")
     if interpreter_mode():
         raise RuntimeError(
             "compile_ahead needs compiled mode: set TRITON_INTERPRET=0 before importing "
@@ -149,7 +172,7 @@ def compile_ahead(
 
     config = launch_config(dtype, head_dim, capability)
     element = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}[dtype]
-    constexprs = _constexprs(dtype, head_dim, config["block_m"], config["block_n"], causal)
+    constexprs = _constexprs(dtype, head_dim, config["block_q"], config["block_k"], causal)
     signature = {}
     for name in kernel.arg_names:
         if name in constexprs:
@@ -176,8 +199,9 @@ def _kernel():
     if "kernel" not in _STATE:
         if not triton_available():
             raise ModuleNotFoundError(
-                "triton is not installed: `pip install triton` (Linux) to run triton_attention; "
-                "course_utils.tiled has the same algorithm in NumPy and PyTorch"
+                "triton is not installed: `pip install triton` (Linux) to run "
+                "triton_attention_forward; course_utils.tiled has the same algorithm in NumPy and "
+                "PyTorch"
             )
         interpret = interpreter_mode()
         if interpret:
@@ -214,9 +238,9 @@ def _attention_step(
     v_ptrs,
     k_mask,
     v_mask,
-    offs_m,
-    offs_n,
-    start_n,
+    offs_q,
+    offs_k,
+    start_k,
     LQ,
     LK,
     WINDOW,
@@ -226,14 +250,14 @@ def _attention_step(
     PRECISION: tl.constexpr,
 ):
     """One key/value tile: scores, new running max, rescale, accumulate (log2 domain)."""
-    k = tl.load(k_ptrs, mask=k_mask, other=0.0)  # (D_PAD, BLOCK_N): keys already transposed
+    k = tl.load(k_ptrs, mask=k_mask, other=0.0)  # (D_PAD, BLOCK_K): keys already transposed
     s = tl.dot(q, k, input_precision=PRECISION) * qk_scale  # scores · log2(e)
     if MASKED:
-        cols = start_n + offs_n
+        cols = start_k + offs_k
         keep = cols[None, :] < LK
         if CAUSAL:  # j ≤ i + Lk − Lq, and j > i + Lk − Lq − W (W > Lq + Lk without a window)
-            keep = keep & (cols[None, :] <= offs_m[:, None] + (LK - LQ))
-            keep = keep & (cols[None, :] > offs_m[:, None] + (LK - LQ - WINDOW))
+            keep = keep & (cols[None, :] <= offs_q[:, None] + (LK - LQ))
+            keep = keep & (cols[None, :] > offs_q[:, None] + (LK - LQ - WINDOW))
         s = tl.where(keep, s, float("-inf"))
     m_new = tl.maximum(m_i, tl.reduce(s, 1, _max_combine))
     if MASKED:  # a row that has seen no key yet keeps m = -inf: shift by 0 to avoid inf - inf
@@ -243,7 +267,7 @@ def _attention_step(
     p = tl.math.exp2(s - m_new_safe[:, None])
     alpha = tl.math.exp2(m_i - m_new_safe)  # e^(m_old - m_new), in base 2
     l_i = l_i * alpha + tl.reduce(p, 1, _add_combine)
-    v = tl.load(v_ptrs, mask=v_mask, other=0.0)  # (BLOCK_N, D_PAD)
+    v = tl.load(v_ptrs, mask=v_mask, other=0.0)  # (BLOCK_K, D_PAD)
     acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
     return acc, l_i, m_new
 
@@ -256,8 +280,8 @@ def _steps(
     k_ptrs,
     v_ptrs,
     d_ok,
-    offs_m,
-    offs_n,
+    offs_q,
+    offs_k,
     lo,
     hi,
     stride_kn,
@@ -266,7 +290,7 @@ def _steps(
     LK,
     WINDOW,
     qk_scale,
-    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
     MASKED: tl.constexpr,
     CAUSAL: tl.constexpr,
     PRECISION: tl.constexpr,
@@ -274,17 +298,17 @@ def _steps(
     """The key blocks in [lo, hi): with ``MASKED``, blocks that need masks (the ragged end of
     the keys, the causal diagonal, the near edge of a sliding window); without, blocks that
     every row of the query block sees whole."""
-    for start_n in range(lo, hi, BLOCK_N):
+    for start_k in range(lo, hi, BLOCK_K):
         if MASKED:
-            cols_ok = (start_n + offs_n) < LK
+            cols_ok = (start_k + offs_k) < LK
             k_mask = d_ok[:, None] & cols_ok[None, :]
             v_mask = cols_ok[:, None] & d_ok[None, :]
         else:
             k_mask = d_ok[:, None]
             v_mask = d_ok[None, :]
-        acc, l_i, m_i = _attention_step(acc, l_i, m_i, q, k_ptrs + start_n * stride_kn,
-                                        v_ptrs + start_n * stride_vn, k_mask, v_mask, offs_m,
-                                        offs_n, start_n, LQ, LK, WINDOW, qk_scale, MASKED, CAUSAL,
+        acc, l_i, m_i = _attention_step(acc, l_i, m_i, q, k_ptrs + start_k * stride_kn,
+                                        v_ptrs + start_k * stride_vn, k_mask, v_mask, offs_q,
+                                        offs_k, start_k, LQ, LK, WINDOW, qk_scale, MASKED, CAUSAL,
                                         PRECISION)
     return acc, l_i, m_i
 
@@ -313,48 +337,48 @@ def _attention_forward_kernel(
     WINDOW,
     HEAD_DIM: tl.constexpr,
     D_PAD: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
+    BLOCK_Q: tl.constexpr,
+    BLOCK_K: tl.constexpr,
     CAUSAL: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
-    """Program (i, b): query rows [i·BLOCK_M, (i+1)·BLOCK_M) of batch·head b."""
-    start_m = tl.program_id(0) * BLOCK_M
+    """Program (i, b): query rows [i·BLOCK_Q, (i+1)·BLOCK_Q) of batch·head b."""
+    start_q = tl.program_id(0) * BLOCK_Q
     b = tl.program_id(1).to(tl.int64)
-    offs_m = start_m + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
+    offs_q = start_q + tl.arange(0, BLOCK_Q)
+    offs_k = tl.arange(0, BLOCK_K)
     offs_d = tl.arange(0, D_PAD)
     d_ok = offs_d < HEAD_DIM  # the padding of the head dimension
-    row_ok = offs_m < LQ
+    row_ok = offs_q < LQ
     q = tl.load(
-        Q + b * stride_qb + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd,
+        Q + b * stride_qb + offs_q[:, None] * stride_qm + offs_d[None, :] * stride_qd,
         mask=row_ok[:, None] & d_ok[None, :],
         other=0.0,
     )
-    k_ptrs = K + b * stride_kb + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd
-    v_ptrs = V + b * stride_vb + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
-    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.full([BLOCK_M], 0.0, dtype=tl.float32)
-    acc = tl.full([BLOCK_M, D_PAD], 0.0, dtype=tl.float32)
+    k_ptrs = K + b * stride_kb + offs_k[None, :] * stride_kn + offs_d[:, None] * stride_kd
+    v_ptrs = V + b * stride_vb + offs_k[:, None] * stride_vn + offs_d[None, :] * stride_vd
+    m_i = tl.full([BLOCK_Q], float("-inf"), dtype=tl.float32)
+    l_i = tl.full([BLOCK_Q], 0.0, dtype=tl.float32)
+    acc = tl.full([BLOCK_Q, D_PAD], 0.0, dtype=tl.float32)
     # keys [full_start, full_end): every row of this block sees all of them, so no mask is
     # needed; keys [lo, full_start) (a window's near edge) and [full_end, end) (the causal
     # diagonal, the ragged end of the keys) are masked; keys outside [lo, end) are never loaded.
     if CAUSAL:
         offset = LK - LQ
-        end = tl.maximum(tl.minimum(LK, start_m + BLOCK_M + offset), 0)
-        full_end = tl.maximum(tl.minimum(LK, start_m + 1 + offset), 0) // BLOCK_N * BLOCK_N
-        lo = tl.maximum(start_m + offset - WINDOW + 1, 0) // BLOCK_N * BLOCK_N
-        full_start = tl.maximum(start_m + BLOCK_M + offset - WINDOW, 0)  # rounded up below
-        full_start = (full_start + BLOCK_N - 1) // BLOCK_N * BLOCK_N
+        end = tl.maximum(tl.minimum(LK, start_q + BLOCK_Q + offset), 0)
+        full_end = tl.maximum(tl.minimum(LK, start_q + 1 + offset), 0) // BLOCK_K * BLOCK_K
+        lo = tl.maximum(start_q + offset - WINDOW + 1, 0) // BLOCK_K * BLOCK_K
+        full_start = tl.maximum(start_q + BLOCK_Q + offset - WINDOW, 0)  # rounded up below
+        full_start = (full_start + BLOCK_K - 1) // BLOCK_K * BLOCK_K
         full_start = tl.minimum(tl.maximum(full_start, lo), end)
         full_end = tl.maximum(full_end, full_start)
     else:
         lo = 0
         full_start = 0
         end = LK
-        full_end = LK // BLOCK_N * BLOCK_N
-    pointers = (q, k_ptrs, v_ptrs, d_ok, offs_m, offs_n)
-    sizes = (stride_kn, stride_vn, LQ, LK, WINDOW, qk_scale, BLOCK_N)
+        full_end = LK // BLOCK_K * BLOCK_K
+    pointers = (q, k_ptrs, v_ptrs, d_ok, offs_q, offs_k)
+    sizes = (stride_kn, stride_vn, LQ, LK, WINDOW, qk_scale, BLOCK_K)
     acc, l_i, m_i = _steps(acc, l_i, m_i, *pointers, lo, full_start, *sizes, True, CAUSAL,
                            PRECISION)
     acc, l_i, m_i = _steps(acc, l_i, m_i, *pointers, full_start, full_end, *sizes, False, CAUSAL,
@@ -364,16 +388,17 @@ def _attention_forward_kernel(
     seen = l_i > 0.0
     l_safe = tl.where(seen, l_i, 1.0)
     out = acc / l_safe[:, None]  # rows that saw no key: acc = 0, so out = 0
-    lse = tl.where(seen, (m_i + tl.math.log2(l_safe)) * 0.6931471805599453, float("-inf"))
+    ln_2 = 0.6931471805599453  # back from base 2 to the natural log
+    lse = tl.where(seen, (m_i + tl.math.log2(l_safe)) * ln_2, float("-inf"))
     tl.store(
-        Out + b * stride_ob + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od,
+        Out + b * stride_ob + offs_q[:, None] * stride_om + offs_d[None, :] * stride_od,
         out.to(Out.dtype.element_ty),
         mask=row_ok[:, None] & d_ok[None, :],
     )
-    tl.store(Lse + b * LQ + offs_m, lse, mask=row_ok)
+    tl.store(Lse + b * LQ + offs_q, lse, mask=row_ok)
 
 
-def triton_attention(
+def triton_attention_forward(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
@@ -381,8 +406,8 @@ def triton_attention(
     causal: bool = False,
     window: int | None = None,
     scale: float | None = None,
-    block_m: int | None = None,
-    block_n: int | None = None,
+    block_q: int | None = None,
+    block_k: int | None = None,
     num_warps: int | None = None,
     num_stages: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -395,14 +420,13 @@ def triton_attention(
     ``window=W`` (with ``causal=True``): each query sees its ``W`` most recent keys, and the
     key blocks outside that band are never loaded (as in
     :func:`course_utils.tiled.tiled_attention_forward`).
-    ``block_m``, ``block_n`` (powers of two, at least 16), ``num_warps`` and ``num_stages``
+    ``block_q``, ``block_k`` (powers of two, at least 16), ``num_warps`` and ``num_stages``
     default to :func:`launch_config` for this GPU. On a GPU older than compute capability 7.5
     it raises RuntimeError; bfloat16 below 8.0 is a TypeError (:func:`supported_dtypes`).
     """
-    lq, lk, d, scale = check_tensors(q, k, v, 16, 16, scale)
-    window, _ = check_sparsity(causal, window, None, lq, lk, 16, 16)
-    if q.dtype == torch.float64:
-        raise TypeError("q, k and v must be float16, bfloat16 or float32 for the Triton kernel")
+    lq, lk, d, scale = check_attention_inputs(
+        q, k, v, scale, dtypes=(torch.float16, torch.bfloat16, torch.float32))
+    window = check_window(window, causal)
     if v.shape[-1] != d:
         raise ValueError(f"v must have the same last axis as q ({d}), got {v.shape[-1]}")
     kernel = _kernel()
@@ -417,16 +441,15 @@ def triton_attention(
     if capability is not None:
         _check_gpu(capability, q.dtype)
     config = launch_config(q.dtype, d, capability)
-    block_m = config["block_m"] if block_m is None else block_m
-    block_n = config["block_n"] if block_n is None else block_n
-    for name, value in (("block_m", block_m), ("block_n", block_n)):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or value < 16
-            or value & (value - 1)
-        ):
+    block_q = config["block_q"] if block_q is None else block_q
+    block_k = config["block_k"] if block_k is None else block_k
+    for name, value in (("block_q", block_q), ("block_k", block_k)):
+        if check_int(value, name) < 16 or value & (value - 1):
             raise ValueError(f"{name} must be a power of two of at least 16, got {value!r}")
+    block_q, block_k = int(block_q), int(block_k)
+    for name, value in (("num_warps", num_warps), ("num_stages", num_stages)):
+        if value is not None:
+            check_int(value, name)
 
     dtype = q.dtype
     if interpret and dtype == torch.bfloat16:  # the interpreter cannot do bfloat16 arithmetic
@@ -434,7 +457,7 @@ def triton_attention(
     q3, k3, v3 = (t.reshape(-1, t.shape[-2], d) for t in (q, k, v))
     out = torch.empty_like(q3)
     lse = torch.empty(q3.shape[:2], dtype=torch.float32, device=q.device)
-    grid = (_STATE["cdiv"](lq, block_m), q3.shape[0])
+    grid = (_STATE["cdiv"](lq, block_q), q3.shape[0])
     options = {} if interpret else {
         "num_warps": num_warps or config["num_warps"],
         "num_stages": num_stages or config["num_stages"],
@@ -453,7 +476,7 @@ def triton_attention(
         lq,
         lk,
         lq + lk + 1 if window is None else window,  # a window wider than every row: no window
-        **_constexprs(q3.dtype, d, block_m, block_n, causal),
+        **_constexprs(q3.dtype, d, block_q, block_k, causal),
         **options,
     )
     return out.to(dtype).reshape(q.shape), lse.reshape(q.shape[:-1])

@@ -181,26 +181,67 @@ def check_tensor(
     return x
 
 
-def check_qkv(q: object, k: object, v: object, scale: object) -> tuple[int, int, int, float]:
-    """Attention inputs ``q (..., Lq, d)``, ``k (..., Lk, d)``, ``v (..., Lk, d_v)``: floating
-    tensors of one dtype on one device (their leading axes are the caller's to check).
+def check_attention_inputs(
+    q: object, k: object, v: object, scale: object, *, same_leading: bool = True,
+    dtypes: Sequence[torch.dtype] | None = None,
+) -> tuple[int, int, int, float]:
+    """The inputs of every attention function: ``q (..., Lq, d)``, ``k (..., Lk, d)``,
+    ``v (..., Lk, d_v)``, non-empty floating tensors of one dtype (one of ``dtypes`` if given) on
+    one device; with ``same_leading`` their leading (batch, head) axes are equal (else they are
+    the caller's to check: dense attention broadcasts them).
 
-    Returns ``Lq``, ``Lk``, ``d`` and the scale: ``scale`` (a positive finite real) or, for
-    ``None``, ``1/√d``.
+    Returns ``Lq``, ``Lk``, ``d`` and the scale: ``scale`` (a positive finite real, NumPy scalars
+    too) or, for ``None``, ``1/√d``.
     """
     q, k, v = (check_tensor(t, name, min_ndim=2) for name, t in (("q", q), ("k", k), ("v", v)))
     if not q.dtype == k.dtype == v.dtype:
         raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+    if dtypes is not None and q.dtype not in dtypes:
+        *rest, last = (str(t).removeprefix("torch.") for t in dtypes)
+        names = f"{', '.join(rest)} or {last}" if rest else last
+        raise TypeError(f"q, k and v must be {names}, got {q.dtype}")
     if not q.device == k.device == v.device:
         raise ValueError(f"q, k and v must be on one device, got {q.device}, {k.device} and "
                          f"{v.device}")
-    if q.shape[-1] != k.shape[-1] or q.shape[-1] == 0:
-        raise ValueError(f"q and k must have the same last axis d_k >= 1, got q "
-                         f"{tuple(q.shape)} and k {tuple(k.shape)}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if 0 in t.shape:
+            raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must have the same last axis d_k, got q {tuple(q.shape)} and "
+                         f"k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same length Lk (axis -2), got k "
                          f"{tuple(k.shape)} and v {tuple(v.shape)}")
+    if same_leading and not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
+        raise ValueError(f"q, k and v must share their leading (batch, head) axes, got "
+                         f"{tuple(q.shape)}, {tuple(k.shape)} and {tuple(v.shape)}")
     d = int(q.shape[-1])
-    if scale is None:
-        return int(q.shape[-2]), int(k.shape[-2]), d, 1.0 / math.sqrt(d)
-    return int(q.shape[-2]), int(k.shape[-2]), d, check_real(scale, "scale", low=0, low_open=True)
+    scale = 1.0 / math.sqrt(d) if scale is None else check_real(scale, "scale", low=0,
+                                                                  low_open=True)
+    return int(q.shape[-2]), int(k.shape[-2]), d, scale
+
+
+def check_window(window: object, causal: object) -> int | None:
+    """A sliding window: ``None``, or an int ``W ≥ 1`` with ``causal=True`` (query ``i`` sees its
+    ``W`` most recent keys)."""
+    check_bool(causal, "causal")
+    if window is None:
+        return None
+    window = check_int(window, "window")
+    if not causal:
+        raise ValueError("window needs causal=True: a sliding window holds the W most recent "
+                         "keys of each query")
+    return window
+
+
+def check_capability(capability: object) -> tuple[int, int] | None:
+    """``capability`` as ``(major, minor)`` ints, or None (no GPU)."""
+    if capability is None:
+        return None
+    if not isinstance(capability, (tuple, list)):
+        raise TypeError("capability must be a (major, minor) tuple or None, got "
+                        f"{type(capability).__name__}")
+    if len(capability) != 2:
+        raise ValueError(f"capability must be (major, minor), got {capability!r}")
+    major, minor = (check_int(c, "capability", minimum=0) for c in capability)
+    return major, minor

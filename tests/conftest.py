@@ -19,6 +19,25 @@ settings.register_profile("explore", print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+# --- the browser tests ----------------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium")
+NO_BROWSER = ("Debian's chromium is not installed: this browser test did NOT run "
+              "(apt-get install chromium; CI installs it in .ci/run)")
+# CI sets COURSE_REQUIRE_BROWSER=1: there a missing browser fails the browser tests, never skips.
+needs_browser = pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("COURSE_REQUIRE_BROWSER"), reason=NO_BROWSER)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """A skipped browser test is said loudly at the end of the run, not only with ``-rs``."""
+    skipped = [report for report in terminalreporter.stats.get("skipped", [])
+               if NO_BROWSER in str(report.longrepr)]
+    if skipped:
+        terminalreporter.write_sep("!", f"{len(skipped)} browser tests did NOT run: Debian's "
+                                   "chromium is not installed (apt-get install chromium)", red=True)
+
+
 # --- the package as a learner installs it -------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]

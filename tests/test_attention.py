@@ -49,7 +49,7 @@ def test_causal_mask_is_bottom_right(lq: int, lk: int) -> None:
 def test_causal_mask_equals_pytorch_lower_right(lq: int, lk: int) -> None:
     q, k = torch.randn(lq, 4), torch.randn(lk, 4)
     torch.testing.assert_close(
-        attention.scaled_dot_product_attention(q, k, torch.eye(lk), causal=True)[0],
+        attention.softmax_attention(q, k, torch.eye(lk), causal=True)[0],
         F.scaled_dot_product_attention(q, k, torch.eye(lk), attn_mask=lower_right(lq, lk)),
     )
 
@@ -92,26 +92,26 @@ def test_sdpa_equals_pytorch(dtype, batch, lq, lk, d_k, d_v) -> None:
     q = torch.randn(*batch, lq, d_k, dtype=dtype, generator=g)
     k = torch.randn(*batch, lk, d_k, dtype=dtype, generator=g)
     v = torch.randn(*batch, lk, d_v, dtype=dtype, generator=g)
-    out, weights = attention.scaled_dot_product_attention(q, k, v)
+    out, weights = attention.softmax_attention(q, k, v)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), **TOL[dtype])
     torch.testing.assert_close(weights, reference_weights(q, k), **TOL[dtype])
     assert out.dtype == weights.dtype == dtype
 
     mask = torch.rand(*batch, lq, lk, generator=g) < 0.6  # some rows may be fully masked
-    out, weights = attention.scaled_dot_product_attention(q, k, v, mask=mask)
+    out, weights = attention.softmax_attention(q, k, v, mask=mask)
     torch.testing.assert_close(
         out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), **TOL[dtype]
     )
     torch.testing.assert_close(weights, reference_weights(q, k, mask), **TOL[dtype])
 
-    out, weights = attention.scaled_dot_product_attention(q, k, v, causal=True)
+    out, weights = attention.softmax_attention(q, k, v, causal=True)
     bottom_right = lower_right(lq, lk)
     torch.testing.assert_close(
         out, F.scaled_dot_product_attention(q, k, v, attn_mask=bottom_right), **TOL[dtype]
     )
     torch.testing.assert_close(weights, reference_weights(q, k, bottom_right), **TOL[dtype])
 
-    out, _ = attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
+    out, _ = attention.softmax_attention(q, k, v, mask=mask, causal=True)
     both = mask & attention.causal_mask(lq, lk)
     torch.testing.assert_close(
         out, F.scaled_dot_product_attention(q, k, v, attn_mask=both), **TOL[dtype]
@@ -121,7 +121,7 @@ def test_sdpa_equals_pytorch(dtype, batch, lq, lk, d_k, d_v) -> None:
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_square_causal_equals_is_causal(dtype) -> None:
     q, k, v = (torch.randn(2, 3, 5, 4, dtype=dtype) for _ in range(3))
-    out, _ = attention.scaled_dot_product_attention(q, k, v, causal=True)
+    out, _ = attention.softmax_attention(q, k, v, causal=True)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True),
                                **TOL[dtype])
 
@@ -129,7 +129,7 @@ def test_square_causal_equals_is_causal(dtype) -> None:
 def test_broadcast_mask_and_scale() -> None:
     q, k, v = torch.randn(2, 4, 3, 8), torch.randn(2, 4, 5, 8), torch.randn(2, 4, 5, 6)
     key_mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)[:, None, None]
-    out, _ = attention.scaled_dot_product_attention(q, k, v, mask=key_mask, scale=0.3)
+    out, _ = attention.softmax_attention(q, k, v, mask=key_mask, scale=0.3)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, scale=0.3)
     torch.testing.assert_close(out, expected)
 
@@ -140,7 +140,7 @@ def test_fully_masked_row_gives_zeros_and_finite_gradients() -> None:
     v = torch.randn(5, 2, dtype=torch.float64, requires_grad=True)
     mask = torch.ones(3, 5, dtype=torch.bool)
     mask[1] = False
-    out, weights = attention.scaled_dot_product_attention(q, k, v, mask=mask)
+    out, weights = attention.softmax_attention(q, k, v, mask=mask)
     assert torch.all(out[1] == 0) and torch.all(weights[1] == 0)
     assert torch.all(out[[0, 2]] != 0)
     out.sum().backward()
@@ -158,7 +158,7 @@ def test_gradients_equal_pytorch(dtype) -> None:
     mask[..., 0] = True
     grads = []
     for fn in (
-        lambda q, k, v: attention.scaled_dot_product_attention(q, k, v, mask=mask)[0],
+        lambda q, k, v: attention.softmax_attention(q, k, v, mask=mask)[0],
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
     ):
         inputs = [t.clone().requires_grad_() for t in base]
@@ -170,9 +170,9 @@ def test_gradients_equal_pytorch(dtype) -> None:
 
 def test_dropout_scales_kept_weights() -> None:
     q, k, v = torch.randn(4, 6, 8), torch.randn(6, 8), torch.randn(6, 3)
-    _, plain = attention.scaled_dot_product_attention(q, k, v)
+    _, plain = attention.softmax_attention(q, k, v)
     torch.manual_seed(0)
-    out, dropped = attention.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    out, dropped = attention.softmax_attention(q, k, v, dropout_p=0.5)
     kept = dropped != 0
     assert kept.any() and (~kept).any()
     torch.testing.assert_close(dropped[kept], 2 * plain[kept])
@@ -190,14 +190,14 @@ def test_rows_sum_to_one_or_zero_and_permutation_equivariance(lq, lk, d, seed, c
                                                                             dtype=torch.float64)
     v = torch.randn(lk, 3, generator=g, dtype=torch.float64)
     mask = torch.rand(lq, lk, generator=g) < 0.5
-    out, weights = attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=causal)
+    out, weights = attention.softmax_attention(q, k, v, mask=mask, causal=causal)
     visible = mask & attention.causal_mask(lq, lk) if causal else mask
     sums = weights.sum(-1)
     torch.testing.assert_close(sums, visible.any(-1).to(sums.dtype))
     assert torch.all(weights[~visible] == 0)
     if not causal:  # permuting queries permutes outputs; permuting keys with values changes nothing
         pq, pk = torch.randperm(lq, generator=g), torch.randperm(lk, generator=g)
-        out2, _ = attention.scaled_dot_product_attention(q[pq], k[pk], v[pk], mask=mask[pq][:, pk])
+        out2, _ = attention.softmax_attention(q[pq], k[pk], v[pk], mask=mask[pq][:, pk])
         torch.testing.assert_close(out2, out[pq])
 
 
@@ -231,7 +231,7 @@ def test_rows_sum_to_one_or_zero_and_permutation_equivariance(lq, lk, d, seed, c
 )
 def test_sdpa_bad_inputs(kwargs, error, match) -> None:
     with pytest.raises(error, match=match):
-        attention.scaled_dot_product_attention(**kwargs)
+        attention.softmax_attention(**kwargs)
 
 
 # ------------------------------------------------------------------------- heads
@@ -390,7 +390,7 @@ def test_mha_has_no_parameter_named_like_pytorch_with_another_meaning() -> None:
 
 def test_scale_is_one_over_sqrt_dk() -> None:
     q, k, v = torch.randn(2, 16), torch.randn(3, 16), torch.randn(3, 1)
-    _, w = attention.scaled_dot_product_attention(q, k, v)
+    _, w = attention.softmax_attention(q, k, v)
     torch.testing.assert_close(w, torch.softmax(q @ k.T / math.sqrt(16), dim=-1))
 
 
@@ -405,16 +405,16 @@ def test_gqa_equals_pytorch_enable_gqa(dtype, h_q, h_kv, lq, lk) -> None:
     q = torch.randn(2, h_q, lq, 8, dtype=dtype, generator=g)
     k = torch.randn(2, h_kv, lk, 8, dtype=dtype, generator=g)
     v = torch.randn(2, h_kv, lk, 5, dtype=dtype, generator=g)
-    out, weights = attention.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    out, weights = attention.softmax_attention(q, k, v, enable_gqa=True)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
                                **TOL[dtype])
     assert out.shape == (2, h_q, lq, 5) and weights.shape == (2, h_q, lq, lk)
-    out, _ = attention.scaled_dot_product_attention(q, k, v, causal=True, enable_gqa=True)
+    out, _ = attention.softmax_attention(q, k, v, causal=True, enable_gqa=True)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=lower_right(lq, lk),
                                               enable_gqa=True)
     torch.testing.assert_close(out, expected, **TOL[dtype])
     mask = torch.rand(2, 1, lq, lk, generator=g) < 0.7
-    out, _ = attention.scaled_dot_product_attention(q, k, v, mask=mask, enable_gqa=True)
+    out, _ = attention.softmax_attention(q, k, v, mask=mask, enable_gqa=True)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
     torch.testing.assert_close(out, expected, **TOL[dtype])
 
@@ -427,14 +427,14 @@ def test_gqa_query_head_h_reads_kv_head_h_over_group(h_kv, group, changed, seed)
     changed %= h_kv
     q = torch.randn(1, h_kv * group, 3, 4, dtype=torch.float64, generator=g)
     k, v = (torch.randn(1, h_kv, 5, 4, dtype=torch.float64, generator=g) for _ in range(2))
-    out, _ = attention.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    out, _ = attention.softmax_attention(q, k, v, enable_gqa=True)
     for h in range(h_kv * group):  # each query head alone against its K/V head
-        alone, _ = attention.scaled_dot_product_attention(q[:, h], k[:, h // group],
+        alone, _ = attention.softmax_attention(q[:, h], k[:, h // group],
                                                           v[:, h // group])
         torch.testing.assert_close(out[:, h], alone)
     v2 = v.clone()
     v2[:, changed] += 1.0  # moves exactly the outputs of the query heads of that group
-    out2, _ = attention.scaled_dot_product_attention(q, k, v2, enable_gqa=True)
+    out2, _ = attention.softmax_attention(q, k, v2, enable_gqa=True)
     moved = (out2 - out).abs().amax(dim=(0, 2, 3)) > 1e-9
     assert moved.tolist() == [h // group == changed for h in range(h_kv * group)]
 
@@ -444,7 +444,7 @@ def test_gqa_gradients_equal_pytorch() -> None:
     base = [torch.randn(2, h, 4, 6, dtype=torch.float64, generator=g) for h in (6, 2, 2)]
     grads = []
     for fn in (
-        lambda q, k, v: attention.scaled_dot_product_attention(q, k, v, causal=True,
+        lambda q, k, v: attention.softmax_attention(q, k, v, causal=True,
                                                                enable_gqa=True)[0],
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
     ):
@@ -461,16 +461,16 @@ def test_gqa_gradients_equal_pytorch() -> None:
         (((1, 6, 3, 4), (1, 4, 3, 4), (1, 4, 3, 4)), "H_q a multiple of H_kv"),
         (((1, 4, 3, 4), (1, 2, 3, 4), (1, 1, 3, 4)), "same number of heads"),
         (((3, 4), (3, 4), (3, 4)), r"\(\.\.\., heads, L, d\)"),
-        (((1, 4, 3, 4), (1, 0, 3, 4), (1, 0, 3, 4)), "H_kv=0"),
+        (((1, 4, 3, 4), (1, 0, 3, 4), (1, 0, 3, 4)), "k must not be empty"),
     ],
 )
 def test_gqa_bad_inputs(shapes, match) -> None:
     q, k, v = (torch.randn(*shape) for shape in shapes)
     with pytest.raises(ValueError, match=match):
-        attention.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        attention.softmax_attention(q, k, v, enable_gqa=True)
 
 
 def test_mismatched_heads_need_enable_gqa() -> None:
     q, k = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8)
     with pytest.raises(ValueError, match="do not broadcast"):
-        attention.scaled_dot_product_attention(q, k, k)
+        attention.softmax_attention(q, k, k)

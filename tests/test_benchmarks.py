@@ -41,13 +41,14 @@ def test_forward_and_backward_tables_at_one_thread_and_the_default():
                                    for kind in ("CPU forward", "CPU forward + backward"))
     for title, rows in found.items():
         assert sorted(rows) == ["1024", "512"]
-        for seconds, mib, ratios in rows.values():
+        for seconds, mib, ratios, rates in rows.values():
             if title.startswith("CPU forward @"):  # naive, fused, tiled
                 assert len(seconds) == len(mib) == 3 and len(ratios) == 2
             else:  # fused, tiled; tiled/fused time and memory
                 assert len(seconds) == len(mib) == 2 and len(ratios) == 2
             assert all(x > 0 for x in seconds + ratios)
-    _, mib, _ = found["CPU forward @1"]["1024"]
+            assert len(rates) == 4  # GFLOP/s of fused and tiled, and their share of matmul's
+    _, mib, _, _ = found["CPU forward @1"]["1024"]
     assert mib[0] > mib[2]  # naive: two 4 MiB N×N matrices (8.5 MiB measured); tiled: 2.7 MiB
 
 

@@ -22,7 +22,7 @@ def causal_attention(q, k, v, keep_future=False, zero_empty=True, shift=1, fill=
 def top_left(q, k, v):
     lq, lk = q.shape[-2], k.shape[-2]
     keep = torch.ones(lq, lk, dtype=torch.bool).tril()
-    return attention.scaled_dot_product_attention(q, k, v, mask=keep)
+    return attention.softmax_attention(q, k, v, mask=keep)
 
 
 def output_only(q, k, v):
@@ -49,7 +49,7 @@ def padded_causal(q, k, v, lengths, keys=True, causal=True, padding=True, fill=-
 
 def padded_causal_by_course(q, k, v, lengths):
     keep = attention.padding_mask(lengths, max_len=q.shape[-2])[:, None, :]
-    return attention.scaled_dot_product_attention(q, k, v, mask=keep, causal=True)
+    return attention.softmax_attention(q, k, v, mask=keep, causal=True)
 
 
 ROWS = [
@@ -64,7 +64,7 @@ ROWS = [
         text=("3.4e-4", "expected a number, got str"),
     ),
     *right(nb10.check_causal_attention, worked=causal_attention,
-           course_utils=lambda q, k, v: attention.scaled_dot_product_attention(q, k, v,
+           course_utils=lambda q, k, v: attention.softmax_attention(q, k, v,
                                                                                causal=True)),
     *wrong(
         nb10.check_causal_attention,

@@ -31,7 +31,7 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, scale_by_d_model=False,
 
 def multi_head_attention_by_course(x, w_q, w_k, w_v, w_o, n_heads):
     q, k, v = (attention.split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
-    return attention.merge_heads(attention.scaled_dot_product_attention(q, k, v)[0]) @ w_o
+    return attention.merge_heads(attention.softmax_attention(q, k, v)[0]) @ w_o
 
 
 def attention_parameters(d_model, n_heads, d_head, bias=True, q_bias=None, out_bias=None,

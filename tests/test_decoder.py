@@ -172,7 +172,7 @@ def _copy_decoder_layer(mine, theirs):
 def test_transformer_forward_matches_reference(share):
     torch.manual_seed(3)
     config = replace(CONFIG, n_encoder_layers=2, n_decoder_layers=2, src_vocab_size=11,
-                     tgt_vocab_size=11, share_embeddings=share, max_len=64)
+                     tgt_vocab_size=11, tie_embeddings=share, max_len=64)
     model = layers.Transformer(config).eval()
     src, tgt = torch.randint(0, 11, (B, S)), torch.randint(0, 11, (B, T))
     expected = _reference_forward(model, src, tgt)
@@ -189,9 +189,9 @@ def test_transformer_forward_matches_reference(share):
     ("kwargs", "vocab"),
     [
         ({}, (37, 37)),
-        ({"share_embeddings": True}, (37, 37)),
+        ({"tie_embeddings": True}, (37, 37)),
         ({"norm_first": True}, (37, 41)),
-        ({"activation": "swiglu", "norm_first": True, "share_embeddings": True}, (23, 23)),
+        ({"activation": "swiglu", "norm_first": True, "tie_embeddings": True}, (23, 23)),
     ],
 )
 def test_parameter_formula_equals_counting(kwargs, vocab):
@@ -206,7 +206,7 @@ def test_parameter_formula_equals_counting(kwargs, vocab):
 def test_parameter_count_of_the_base_model():
     # d_model 512, d_ff 2048, 6 + 6 layers, shared 37,000-token vocabulary: 63,082,496
     base = layers.TransformerConfig(src_vocab_size=37_000, tgt_vocab_size=37_000,
-                                    share_embeddings=True)
+                                    tie_embeddings=True)
     n = layers.transformer_parameter_count(base)
     assert n == 63_082_496
 
@@ -215,8 +215,8 @@ def test_transformer_bad_input():
     config = replace(CONFIG, n_encoder_layers=1, n_decoder_layers=1, src_vocab_size=11,
                      tgt_vocab_size=13, max_len=8)
     model = layers.Transformer(config)
-    with pytest.raises(ValueError, match="share_embeddings needs one vocabulary"):
-        replace(config, share_embeddings=True)
+    with pytest.raises(ValueError, match="tie_embeddings needs one vocabulary"):
+        replace(config, tie_embeddings=True)
     for missing in ("src_vocab_size", "tgt_vocab_size"):
         with pytest.raises(ValueError, match="needs config.src_vocab_size and config.tgt_vo"):
             layers.Transformer(replace(config, **{missing: None}))

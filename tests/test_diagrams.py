@@ -12,6 +12,9 @@ from matplotlib.patches import FancyBboxPatch, Rectangle
 from matplotlib.text import Annotation
 
 from course_utils import diagrams, plotting
+from course_utils.diagrams.architecture import HEAD_COLORS
+
+_, ORANGE, _, _, _, SKY, YELLOW, _ = plotting.PALETTE  # the palette's order
 
 
 def texts(fig):
@@ -216,7 +219,7 @@ def test_head_reshape_gives_each_head_its_own_columns():
                   int(t.get_text()) for t in fig.axes[0].texts if t.get_text().isdigit()}
         for cell in cells:
             value = values[(round(cell.get_x(), 6), round(cell.get_y() + 1, 6))]
-            expected = diagrams.HEAD_COLORS[(value % 4) // 2]
+            expected = HEAD_COLORS[(value % 4) // 2]
             assert mcolors.to_hex(cell.get_facecolor()) == mcolors.to_hex(expected)
         # the wrong reshape's first "head" holds features of both heads
         first_wrong = {mcolors.to_hex(c.get_facecolor()) for c in cells
@@ -348,8 +351,7 @@ def test_matmul_backward_shapes_match_and_each_gradient_looks_like_its_variable(
         # a variable and its gradient share a colour: X-like, W-like and Y-like cells
         cells = [mcolors.to_hex(p.get_facecolor()) for p in fig.axes[0].patches
                  if isinstance(p, Rectangle)]
-        sky, orange, yellow = (mcolors.to_hex(c) for c in (diagrams.SKY, diagrams.ORANGE,
-                                                           diagrams.YELLOW))
+        sky, orange, yellow = (mcolors.to_hex(c) for c in (SKY, ORANGE, YELLOW))
         assert cells.count(sky) == 3 * n * d_in
         assert cells.count(orange) == 3 * d_in * d_out
         assert cells.count(yellow) == 3 * n * d_out

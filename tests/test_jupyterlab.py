@@ -9,7 +9,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import CHROMIUM, needs_browser
 from playwright.sync_api import Page, expect, sync_playwright
 from tornado.websocket import websocket_connect
 
@@ -177,7 +177,6 @@ def test_a_kernel_started_through_the_server_runs_notebook_00(lab):
     assert all(r == {"status": "ok", "errors": []} for r in replies), replies
 
 
-CHROMIUM = shutil.which("chromium")
 # Debian's chromium, driven by Playwright (never a browser of Playwright's own: nothing downloaded).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -247,7 +246,7 @@ def run_notebook_00_as_a_learner(page: Page, url: str, code_cells: int, screensh
     expect(notebook).to_have_count(0)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+@needs_browser
 def test_a_learner_runs_notebook_00_in_the_lab_and_sees_the_checkers_verdict(lab):
     base, token, tmp = lab
     before = START.read_bytes()

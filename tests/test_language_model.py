@@ -70,7 +70,8 @@ def reference_forward(model: lm.DecoderLM, ids: torch.Tensor) -> torch.Tensor:
 
 
 def test_config_accepts_numpy_integers_and_derives_head_dim() -> None:
-    config = lm.LMConfig(np.int64(10), np.int32(16), 1, 4, 2, 32, 8, rope_base=np.float64(500.0))
+    config = lm.LMConfig(vocab_size=np.int64(10), d_model=np.int32(16), n_layers=1, n_heads=4,
+                         n_kv_heads=2, d_ff=32, max_len=8, rope_base=np.float64(500.0))
     assert config.vocab_size == 10 and type(config.vocab_size) is int
     assert config.head_dim == 4 and config.rope_base == 500.0
     with pytest.raises(dataclasses.FrozenInstanceError):

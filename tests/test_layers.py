@@ -225,8 +225,8 @@ def test_config_defaults_are_the_base_model_and_fields_go_by_name() -> None:
         ({"norm_first": 1}, TypeError, "norm_first"),
         ({"final_norm": "yes"}, TypeError, "final_norm"),
         ({"src_vocab_size": 0}, ValueError, "src_vocab_size"),
-        ({"share_embeddings": True, "src_vocab_size": 5, "tgt_vocab_size": 6}, ValueError,
-         "share_embeddings needs one vocabulary"),
+        ({"tie_embeddings": True, "src_vocab_size": 5, "tgt_vocab_size": 6}, ValueError,
+         "tie_embeddings needs one vocabulary"),
     ],
 )
 def test_config_errors_name_the_field(fields, error, match) -> None:

@@ -212,11 +212,11 @@ def test_broadcast_shape_bad_input():
         linalg.broadcast_shape((32, 768), (128, 768))
     with pytest.raises(ValueError, match="at least one shape"):
         linalg.broadcast_shape()
-    with pytest.raises(TypeError, match="shape 1 must be a tuple of ints"):
+    with pytest.raises(TypeError, match=r"shapes\[1\] must be a tuple of ints"):
         linalg.broadcast_shape((2,), 3)
-    with pytest.raises(TypeError, match=r"shape 0\[0\] must be an int, got float"):
+    with pytest.raises(TypeError, match=r"shapes\[0\]\[0\] must be an int, got float"):
         linalg.broadcast_shape((2.0,))
-    with pytest.raises(ValueError, match=r"shape 0\[1\] must be at least 0, got -1"):
+    with pytest.raises(ValueError, match=r"shapes\[0\]\[1\] must be at least 0, got -1"):
         linalg.broadcast_shape((2, -1))
 
 

@@ -84,7 +84,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="nesterov needs momentum"):
         SGD([p], lr=0.1, nesterov=True)
     opt = AdamW([p])
-    with pytest.raises(ValueError, match="expected 1 gradients, got 2"):
+    with pytest.raises(ValueError, match="grads must hold 1 gradients, got 2"):
         opt.step([p, p])
     with pytest.raises(ValueError, match=r"grads\[0\] has shape \(2,\), params\[0\] has \(2, 2\)"):
         opt.step([np.zeros(2)])

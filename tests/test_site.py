@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import http.server
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -16,11 +15,11 @@ from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 import pytest
+from conftest import CHROMIUM, needs_browser
 from playwright.sync_api import Page, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-CHROMIUM = shutil.which("chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = ROOT / "build" / "site-screenshots"
@@ -118,8 +117,7 @@ def internal_links(page: Page, url: str) -> set[str]:
     return links
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed: the site's "
-                    "browser test did NOT run (CI installs it: .ci/run)")
+@needs_browser
 def test_every_page_in_a_browser(site: Path, server: str, browser) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     names = ["index", *NOTEBOOKS] + (["glossary"] if (site / "glossary.html").exists() else [])
@@ -168,8 +166,7 @@ def test_every_page_in_a_browser(site: Path, server: str, browser) -> None:
             assert parsed.fragment in ids[path.name], f"no anchor #{parsed.fragment} in {path.name}"
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed: the site's "
-                    "browser test did NOT run (CI installs it: .ci/run)")
+@needs_browser
 def test_search_finds_softmax_in_notebook_05(server: str, browser) -> None:
     page, errors, refused = open_page(browser, f"{server}search.html?q=softmax")
     results = page.locator("#search-results a, .search a")

@@ -194,7 +194,7 @@ def test_dot_product_variance_over_d_k():
     np.testing.assert_allclose(scaled, 1.0, rtol=0.15)
     with pytest.raises(ValueError, match="d_ks must not be empty"):
         stats.dot_product_variance([], 10)
-    with pytest.raises(ValueError, match="d_k must be at least 1"):
+    with pytest.raises(ValueError, match=r"d_ks\[0\] must be at least 1"):
         stats.dot_product_variance([0], 10)
     with pytest.raises(ValueError, match="n_samples must be at least 2"):
         stats.dot_product_variance([4], 1)

@@ -33,9 +33,9 @@ def test_print_table_prints_the_same_text(capsys):
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"rows": [[1, 2], [3]]}, "row 1 has 1 entries, expected 2"),
+    ({"rows": [[1, 2], [3]]}, r"rows\[1\] has 1 entries, rows\[0\] has 2"),
     ({"rows": [[1, 2]], "formats": ["", "", ""]}, "formats has 3"),
-    ({"rows": [[1, 2]], "headers": ["a"]}, "row 0 has 2"),
+    ({"rows": [[1, 2]], "headers": ["a"]}, r"rows\[0\] has 2 entries, headers has 1"),
     ({"rows": []}, "at least one column"),
     ({"rows": [[1]], "gap": -1}, "gap"),
 ])

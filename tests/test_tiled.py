@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -77,54 +76,6 @@ def test_bottom_right_mask_is_torchs_causal_lower_right():
         assert torch.equal(torch_mask, bottom_right(lq, lk))
 
 
-# ------------------------------------------------------------------------------ cost formulas
-def test_io_of_standard_and_tiled_attention():
-    # FlashAttention's Theorem 2: Θ(N·d + N²) against Θ(N²·d²/M)
-    assert tiled.standard_attention_io(1024, 64) == 4 * 1024 * 64 + 4 * 1024**2
-    m = 48 * 1024  # 192 KB of float32: one A100 SM's SRAM; query blocks of 192 rows
-    n, d = 16_384, 64
-    passes = math.ceil(n / (m // (4 * d)))
-    assert tiled.tiled_attention_io(n, d, m) == 2 * n * d + passes * 2 * n * d
-    ratio = tiled.tiled_attention_io(n, d, m) / (8 * n**2 * d**2 / m)
-    assert 1.0 <= ratio <= 1.02  # ≈ 8·N²·d²/M
-    assert tiled.tiled_attention_io(n, d, 4 * m) < tiled.tiled_attention_io(n, d, m) / 3.5
-    with pytest.raises(ValueError, match="m must be at least 256"):
-        tiled.tiled_attention_io(n, 64, 100)
-
-
-def test_cache_sizes_are_read_from_linux(monkeypatch, tmp_path):
-    entries = {"index0": ("Data", "1", "48K"), "index1": ("Instruction", "1", "32K"),
-               "index2": ("Unified", "2", "2048K"), "index3": ("Unified", "3", "36M")}
-    for name, (kind, level, size) in entries.items():
-        (tmp_path / name).mkdir()
-        for field, value in (("type", kind), ("level", level), ("size", size)):
-            (tmp_path / name / field).write_text(value + "\n")
-    (tmp_path / "uevent").write_text("")
-    monkeypatch.setattr(tiled, "_CACHE_DIR", str(tmp_path))
-    assert tiled.cache_sizes() == {"L1": 48 * 2**10, "L2": 2 * 2**20, "L3": 36 * 2**20}
-    monkeypatch.setattr(tiled, "_CACHE_DIR", str(tmp_path / "missing"))
-    assert tiled.cache_sizes() == {}
-
-
-def test_bandwidth_and_matmul_throughput_are_measured():
-    assert 1e8 < tiled.copy_bandwidth(2**20, repeats=1) < 1e13  # 0.1 GB/s … 10 TB/s
-    assert 1e7 < tiled.matmul_flops(256, repeats=1) < 1e15
-    with pytest.raises(ValueError, match="nbytes must be at least 4"):
-        tiled.copy_bandwidth(2)
-    with pytest.raises(ValueError, match="repeats must be at least 1"):
-        tiled.matmul_flops(8, repeats=0)
-
-
-def test_flops_and_bytes():
-    assert tiled.attention_flops(1024, 1024, 64) == 4 * 1024**2 * 64
-    assert tiled.attention_flops(3, 5, 8, d_v=2) == 2 * 3 * 5 * (8 + 2)
-    assert tiled.naive_attention_bytes(16_384, 16_384) == 2 * 2**30
-    with pytest.raises(ValueError, match="lq must be at least 1"):
-        tiled.attention_flops(0, 4, 8)
-    with pytest.raises(TypeError, match="itemsize must be an int"):
-        tiled.naive_attention_bytes(4, 4, 4.0)
-
-
 # ------------------------------------------------------------------------------ online softmax
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(-1000, 1000), min_size=1, max_size=30))
@@ -133,7 +84,7 @@ def test_online_softmax_matches_scipy(values):
     m, ell = tiled.online_softmax_stats(x)
     assert m == x.max()
     np.testing.assert_allclose(m + math.log(ell), logsumexp(x), rtol=1e-12, atol=1e-9)
-    np.testing.assert_allclose(tiled.online_softmax(x), softmax(x), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(np.exp(x - m) / ell, softmax(x), rtol=1e-9, atol=1e-12)
 
 
 @settings(max_examples=40, deadline=None)
@@ -149,12 +100,18 @@ def test_merging_chunks_equals_one_pass(values, cut):
 
 
 def test_online_softmax_rejects_bad_input():
-    with pytest.raises(ValueError, match="non-empty 1-D"):
+    with pytest.raises(ValueError, match="x must not be empty"):
         tiled.online_softmax_stats(np.array([]))
-    with pytest.raises(ValueError, match="non-empty 1-D"):
-        tiled.online_softmax(np.ones((2, 2)))
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(ValueError, match="1-D array of finite"):
+        tiled.online_softmax_stats(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="1-D array of finite"):
+        tiled.online_softmax_stats(np.array([1.0, np.inf]))
+    with pytest.raises(ValueError, match="x contains NaN"):
         tiled.online_softmax_stats(np.array([1.0, np.nan]))
+    with pytest.raises(TypeError, match="m1 must be a real number"):
+        tiled.merge_softmax_stats(torch.tensor(1.0), 1.0, 0.0, 1.0)
+    with pytest.raises(ValueError, match="l2 must be a finite number >= 0"):
+        tiled.merge_softmax_stats(0.0, 1.0, 0.0, -1.0)
 
 
 def test_merge_attention_partials_equals_attention_over_all_keys():
@@ -206,13 +163,14 @@ def test_window_and_block_mask_tiles_are_exactly_those_with_a_visible_pair(lq, l
             assert w is None
         if blocks is not None:
             mask &= expand_blocks(blocks, lq, lk, bq, bk).numpy()
-        visited, masked = tiled._tile_grid(lq, lk, bq, bk, causal, w, blocks)
+        tile_map = tiled.TileMap.build(lq, lk, bq, bk, causal=causal, window=w, block_mask=blocks)
+        visited, masked = tile_map.visit, tile_map.masked
         expected_visited, expected_masked = brute_force_tiles(mask, bq, bk)
         assert np.array_equal(visited, expected_visited)
         assert np.array_equal(masked, expected_masked)
         assert np.array_equal(tiled.visited_tiles(lq, lk, bq, bk, causal, w, blocks), visited)
-        pairs = tiled.attention_mask(lq, lk, causal=causal, window=w, block_mask=blocks,
-                                     block_q=bq, block_k=bk)
+        pairs = tiled.dense_mask(lq, lk, causal=causal, window=w, block_mask=blocks,
+                                 block_q=bq, block_k=bk)
         assert torch.equal(pairs, torch.from_numpy(mask))
 
 
@@ -331,7 +289,7 @@ def test_sparsity_options_are_checked():
     with pytest.raises(TypeError, match="block_mask must be a boolean array"):
         tiled.tiled_attention(q, k, v, block_mask=np.ones((1, 1)))
     with pytest.raises(ValueError, match="window needs causal=True"):
-        tiled.attention_mask(4, 4, window=2)
+        tiled.dense_mask(4, 4, window=2)
 
 
 def test_fully_masked_rows_give_zero_and_minus_inf():
@@ -415,7 +373,7 @@ def test_forward_rejects_bad_input():
         tiled.tiled_attention_forward(q[:, :0], k, v)
     with pytest.raises(TypeError, match="share a dtype"):
         tiled.tiled_attention_forward(q, k.double(), v)
-    with pytest.raises(TypeError, match="float16, bfloat16, float32 or float64"):
+    with pytest.raises(TypeError, match="q must be a floating-point tensor"):
         tiled.tiled_attention_forward(q.int(), k, v)
     with pytest.raises(ValueError, match="block_q must be at least 1"):
         tiled.tiled_attention_forward(q, k, v, block_q=0)
@@ -484,14 +442,14 @@ def test_a_failing_worker_does_not_leave_the_others_waiting(two_threads, monkeyp
     q, k, v = qkv((1, 1, 256, 16), 256)
     options = {"causal": True, "window": 100, "block_q": 64, "block_k": 64}
     out, lse = tiled.tiled_attention_forward(q, k, v, **options)
-    real = tiled._hidden
+    real = tiled.TileMap.hidden
 
-    def hidden(q_start, q_end, k_start, *args):  # key block 0, which the others wait for, fails
-        if k_start == 0 and q_start == 64:
+    def hidden(self, i, j, *args):  # key block 0, which the others wait for, fails
+        if j == 0 and i == 1:
             raise MemoryError("simulated")
-        return real(q_start, q_end, k_start, *args)
+        return real(self, i, j, *args)
 
-    monkeypatch.setattr(tiled, "_hidden", hidden)
+    monkeypatch.setattr(tiled.TileMap, "hidden", hidden)
     raised = []
 
     def backward():
@@ -513,38 +471,3 @@ def test_backward_checks_shapes():
         tiled.tiled_attention_backward(q, k, v, out, lse, out[:2])
     with pytest.raises(ValueError, match="lse must have shape"):
         tiled.tiled_attention_backward(q, k, v, out, lse[:2], out)
-
-
-# ------------------------------------------------------------------------------ memory
-def test_peak_extra_memory_rejects_unknown_methods():
-    with pytest.raises(ValueError, match="method must be"):
-        tiled.peak_extra_memory("flash", 1024)
-    with pytest.raises(ValueError, match="n must be at least 1"):
-        tiled.peak_extra_memory("tiled", 0)
-
-
-def test_naive_attention_needs_the_n_by_n_matrices_and_tiled_does_not():
-    n = 1536  # naive: two 1536² float32 matrices = 18 MiB; tiled: one 1024 × 256 tile, 1 MiB
-    with ThreadPoolExecutor(2) as pool:  # two fresh processes side by side
-        naive, tiled_bytes = pool.map(
-            lambda m: tiled.peak_extra_memory(m, n, threads=1), ["naive", "tiled"]
-        )
-    assert 0.95 <= naive / tiled.naive_attention_bytes(n, n) <= 1.2
-    assert tiled_bytes < naive / 4
-
-
-def test_forward_and_backward_need_the_gradients_and_two_small_tiles():
-    n, d = 4096, 64
-    tensors = 4 * n * d * 4  # out, dq, dk, dv in float32: 4 MiB
-    tiles = 2 * tiled.BACKWARD_BLOCK_Q * tiled.BACKWARD_BLOCK_K * 4  # P and dP: 256 KiB
-    measured = tiled.peak_extra_memory("tiled", n, d, threads=1, backward=True)
-    assert 0.95 * tensors <= measured <= 1.15 * (tensors + tiles)
-
-
-def test_peak_extra_memory_falls_back_where_the_peak_cannot_be_reset(monkeypatch, tmp_path):
-    # as on macOS or in a sandbox without /proc/self/clear_refs: ru_maxrss, one process per n
-    monkeypatch.setattr(tiled, "_CLEAR_REFS", str(tmp_path / "no" / "clear_refs"))
-    with pytest.warns(RuntimeWarning, match="clear_refs is not writable"):
-        naive, small = tiled.peak_extra_memory("naive", [1536, 64], threads=1)
-    assert 0.9 <= naive / tiled.naive_attention_bytes(1536, 1536) <= 1.3
-    assert small < naive / 4

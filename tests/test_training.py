@@ -145,7 +145,7 @@ def test_short_training_run_lowers_the_loss(capsys):
     vocab = data.Vocabulary.from_sentences(s for pair in pairs for s in pair)
     model = layers.Transformer(layers.TransformerConfig(
         d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0,
-        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), share_embeddings=True,
+        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), tie_embeddings=True,
         max_len=16))
     opt = torch.optim.AdamW(model.parameters(), lr=1.0)
     sched = training.warmup_scheduler(opt, 16, 10)
@@ -158,5 +158,5 @@ def test_short_training_run_lowers_the_loss(capsys):
     assert all(math.isfinite(x) for x in losses)
     with pytest.raises(ValueError, match="n_steps must be at least 1, got 0"):
         training.train(model, [], opt, 0)
-    with pytest.raises(ValueError, match="yielded no batch"):
+    with pytest.raises(ValueError, match="batches must yield at least one batch"):
         training.train(model, [], opt, 1, progress=False)

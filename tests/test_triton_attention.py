@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 # Imported before triton itself: on a CPU-only machine the module sets TRITON_INTERPRET=1 first.
-from course_utils.triton_attention import interpreter_mode, triton_attention, triton_available
+from course_utils.triton_attention import interpreter_mode, triton_attention_forward, triton_available
 
 pytest.importorskip("triton")
 
@@ -63,14 +63,14 @@ def test_triton_is_found_and_the_mode_matches_the_machine():
 def test_float32_equals_torch(lead, lq, lk, d, causal):
     q, k, v = qkv(lead, lq, lk, d)
     out, lse = reference(q, k, v, causal)
-    got, got_lse = triton_attention(q, k, v, causal=causal)
+    got, got_lse = triton_attention_forward(q, k, v, causal=causal)
     assert got.shape == out.shape and got_lse.shape == lse.shape and got_lse.dtype == torch.float32
     torch.testing.assert_close(got, out, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(got_lse, lse, atol=1e-5, rtol=1e-5)  # -inf rows must match too
 
 
 @pytest.mark.parametrize(
-    ("lq", "lk", "window", "block_m", "block_n"),
+    ("lq", "lk", "window", "block_q", "block_k"),
     [
         (37, 53, 7, 16, 16),  # Lq < Lk, a window narrower than a block
         (53, 37, 20, 16, 16),  # Lq > Lk: 16 fully masked rows
@@ -78,18 +78,18 @@ def test_float32_equals_torch(lead, lq, lk, d, causal):
         (70, 70, 40, 16, 16),  # blocks wholly inside the band run without masks
     ],
 )
-def test_sliding_window_equals_torch_with_the_band_mask(lq, lk, window, block_m, block_n):
+def test_sliding_window_equals_torch_with_the_band_mask(lq, lk, window, block_q, block_k):
     q, k, v = qkv((2,), lq, lk, 32, seed=lq)
     out, lse = reference(q, k, v, causal=True, window=window)
-    got, got_lse = triton_attention(q, k, v, causal=True, window=window, block_m=block_m,
-                                    block_n=block_n)
+    got, got_lse = triton_attention_forward(q, k, v, causal=True, window=window, block_q=block_q,
+                                    block_k=block_k)
     torch.testing.assert_close(got, out, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(got_lse, lse, atol=1e-5, rtol=1e-5)
 
 
 def test_fully_masked_rows_give_zero_and_minus_inf():
     q, k, v = qkv((1,), 40, 8, 32)
-    got, got_lse = triton_attention(q, k, v, causal=True, block_m=16, block_n=16)
+    got, got_lse = triton_attention_forward(q, k, v, causal=True, block_q=16, block_k=16)
     assert torch.equal(got[:, :32], torch.zeros(1, 32, 32, device=DEVICE))
     assert torch.isneginf(got_lse[:, :32]).all() and torch.isfinite(got_lse[:, 32:]).all()
 
@@ -97,7 +97,7 @@ def test_fully_masked_rows_give_zero_and_minus_inf():
 def test_large_logits():
     q, k, v = qkv((1,), 20, 40, 16, magnitude=250.0)  # scores of magnitude ~1000
     out, lse = reference(q.double(), k.double(), v.double(), causal=False)
-    got, got_lse = triton_attention(q, k, v, block_m=16, block_n=16)
+    got, got_lse = triton_attention_forward(q, k, v, block_q=16, block_k=16)
     assert lse.abs().max() > 500
     torch.testing.assert_close(got, out.float(), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(got_lse, lse.float(), atol=1e-5, rtol=1e-5)
@@ -107,7 +107,7 @@ def test_large_logits():
 def test_half_precision(dtype):
     q, k, v = qkv((2,), 33, 47, 64, dtype=dtype)
     out, lse = reference(q, k, v, causal=True)
-    got, got_lse = triton_attention(q, k, v, causal=True)
+    got, got_lse = triton_attention_forward(q, k, v, causal=True)
     assert got.dtype == dtype
     torch.testing.assert_close(got.float(), out, atol=1e-2, rtol=1e-2)
     torch.testing.assert_close(got_lse, lse, atol=1e-2, rtol=1e-2)
@@ -115,22 +115,22 @@ def test_half_precision(dtype):
 
 def test_block_sizes_do_not_change_the_result():
     q, k, v = qkv((1,), 50, 70, 24)
-    a, lse_a = triton_attention(q, k, v, causal=True, block_m=16, block_n=32)
-    b, lse_b = triton_attention(q, k, v, causal=True, block_m=64, block_n=16)
+    a, lse_a = triton_attention_forward(q, k, v, causal=True, block_q=16, block_k=32)
+    b, lse_b = triton_attention_forward(q, k, v, causal=True, block_q=64, block_k=16)
     torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
     torch.testing.assert_close(lse_a, lse_b, atol=1e-6, rtol=1e-6)
 
 
 def test_bad_input():
     q, k, v = qkv((1,), 8, 8, 16)
-    with pytest.raises(ValueError, match="block_m must be a power of two"):
-        triton_attention(q, k, v, block_m=24)
+    with pytest.raises(ValueError, match="block_q must be a power of two"):
+        triton_attention_forward(q, k, v, block_q=24)
     with pytest.raises(ValueError, match="same last axis"):
-        triton_attention(q, k, v[..., :8])
+        triton_attention_forward(q, k, v[..., :8])
     with pytest.raises(TypeError, match="float16, bfloat16 or float32"):
-        triton_attention(q.double(), k.double(), v.double())
+        triton_attention_forward(q.double(), k.double(), v.double())
     with pytest.raises(ValueError, match="window needs causal=True"):
-        triton_attention(q, k, v, window=4)
+        triton_attention_forward(q, k, v, window=4)
     if interpreter_mode():
         with pytest.raises(ValueError, match="must be on the cpu device"):
-            triton_attention(q.to("meta"), k.to("meta"), v.to("meta"))
+            triton_attention_forward(q.to("meta"), k.to("meta"), v.to("meta"))

@@ -69,11 +69,11 @@ def test_bfloat16_is_offered_only_from_sm80():
 
 
 def test_launch_config_by_gpu():
-    assert ta.launch_config(torch.float16, 64, (7, 5))["block_m"] == 64  # FMAs: smaller tiles
-    assert ta.launch_config(torch.float16, 64, (8, 0))["block_m"] == 128
+    assert ta.launch_config(torch.float16, 64, (7, 5))["block_q"] == 64  # FMAs: smaller tiles
+    assert ta.launch_config(torch.float16, 64, (8, 0))["block_q"] == 128
     assert ta.launch_config(torch.float16, 128, (9, 0))["num_warps"] == 8
-    assert ta.launch_config(torch.float32, 64, (8, 0))["block_m"] == 64
-    assert ta.launch_config(torch.float32, 64, None) == {"block_m": 32, "block_n": 32}
+    assert ta.launch_config(torch.float32, 64, (8, 0))["block_q"] == 64
+    assert ta.launch_config(torch.float32, 64, None) == {"block_q": 32, "block_k": 32}
 
 
 @pytest.mark.parametrize(

@@ -164,7 +164,7 @@ def check_top_p(func: Callable) -> CheckResult:
 
 _COPIES = {"repeat_interleave", "repeat", "expand", "expand_as", "broadcast_to", "tile", "cat",
            "concat", "concatenate", "stack", "hstack", "vstack", "index_select", "gather",
-           "clone", "scaled_dot_product_attention", "__deepcopy__", "numpy", "tolist"}
+           "clone", "softmax_attention", "__deepcopy__", "numpy", "tolist"}
 _VIEWS = {"__getitem__", "__get__", "transpose", "swapaxes", "unsqueeze", "squeeze", "permute",
           "view", "reshape", "flatten", "contiguous", "movedim", "select", "narrow"}
 

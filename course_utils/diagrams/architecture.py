@@ -1,250 +1,31 @@
-"""Drawn diagrams: pictures of ideas rather than plots of data.
-
-The course's pipeline (which notebook explains which stage of a Transformer), a (B, N, d) tensor
-drawn as a stack of sheets, and heatmaps whose numbers stay readable on every cell. The
-architecture of notebooks 11 to 14 (the split and merge of heads, the encoder layer post-LN and
-pre-LN, the decoder block with its residual paths, the whole encoder–decoder, the training loop)
-is drawn as boxes joined by arrows (``_flow``). Every function draws with matplotlib on an opaque
-white background in the course's colour-blind-safe palette (:mod:`course_utils.plotting`) and
-returns the ``Figure`` (or the artist) so tests can inspect what was drawn; the notebook ends the
-cell with ``plt.show()``.
-"""
+"""Architecture diagrams of notebooks 11 to 14: the split and merge of heads, the encoder layer
+post-LN and pre-LN, the decoder block with its residual paths, the whole encoder–decoder and the
+training loop, drawn as boxes (``_box``) joined by arrows (``_arrow``, ``_flow``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import ArrayLike
 
-from course_utils.plotting import COLORMAP, PALETTE, text_color
-from course_utils.validation import check_int, real_array
+from course_utils.diagrams._draw import (
+    BLACK,
+    BLUE,
+    GREEN,
+    ORANGE,
+    PURPLE,
+    SKY,
+    VERMILLION,
+    YELLOW,
+    _arrow,
+    _box,
+    _white_figure,
+)
+from course_utils.validation import check_bool, check_int
 
 if TYPE_CHECKING:  # matplotlib is imported only when something is drawn
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-    from matplotlib.image import AxesImage
-
-__all__ = [
-    "PIPELINE",
-    "Stage",
-    "annotated_heatmap",
-    "decoder_block",
-    "encoder_block",
-    "encoder_blocks",
-    "encoder_decoder",
-    "head_reshape",
-    "head_split",
-    "matmul_backward",
-    "pipeline",
-    "tensor_sheets",
-    "training_loop",
-]
-
-BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY, YELLOW, BLACK = PALETTE
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One box of the pipeline: what it computes and the notebooks that explain it."""
-
-    name: str
-    notebooks: str
-    phase: str  # "forward" (the model computes) or "training" (the model learns)
-
-
-# Tokens in, loss out, then back through the gradients to the weights.
-PIPELINE: tuple[Stage, ...] = (
-    Stage("tokens", "09", "forward"),
-    Stage("embeddings\n+ positions", "09", "forward"),
-    Stage("attention", "10, 11", "forward"),
-    Stage("feed-forward", "12", "forward"),
-    Stage("logits", "13, 14", "forward"),
-    Stage("softmax", "05", "forward"),
-    Stage("cross-entropy", "06", "training"),
-    Stage("gradients", "07, 08", "training"),
-    Stage("optimizer", "08", "training"),
-)
-
-
-def _white_figure(figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=figsize, facecolor="white")
-    ax.set_facecolor("white")
-    ax.set_axis_off()
-    return fig, ax
-
-
-def _box(ax: Axes, x: float, y: float, text: str, label: str, color: str,
-         width: float = 1.75, height: float = 0.9) -> None:
-    from matplotlib.patches import FancyBboxPatch
-
-    ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height,
-                                boxstyle="round,pad=0.02,rounding_size=0.12",
-                                facecolor=color, edgecolor=BLACK, lw=1.0))
-    ax.text(x, y + 0.08, text, ha="center", va="center", fontsize=9.5, color=BLACK)
-    ax.text(x, y - height / 2 - 0.12, label, ha="center", va="top", fontsize=9, color=BLUE,
-            fontweight="bold")
-
-
-def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float], **style: object) -> None:
-    props = {"arrowstyle": "-|>", "color": BLACK, "lw": 1.2, "shrinkA": 0, "shrinkB": 0}
-    props.update(style)
-    ax.annotate("", xy=end, xytext=start, arrowprops=props)
-
-
-def pipeline() -> Figure:
-    """The course as one picture: the stages of a Transformer, each labelled by its notebooks.
-
-    Top row, left to right, the forward pass (tokens → embeddings + positions → attention →
-    feed-forward → logits → softmax); bottom row, right to left, training (cross-entropy →
-    gradients → optimizer), and an arrow from the optimizer back to the weights. Attention and
-    feed-forward sit in a bracket repeated L times (with the residuals and layer norm of 12);
-    notes name 15 (today's language models) and 16 (tiled attention), and 01–04, the
-    mathematics used everywhere. Returns the ``Figure``.
-    """
-    fig, ax = _white_figure((8.6, 4.7))
-    spacing = 2.15
-    forward = [s for s in PIPELINE if s.phase == "forward"]
-    training = [s for s in PIPELINE if s.phase == "training"]
-    top, bottom = 2.6, 0.0
-    top_x = [i * spacing for i in range(len(forward))]
-    # training runs back from the right end, under softmax
-    bottom_x = [top_x[-1] - i * spacing for i in range(len(training))]
-
-    # the repeated layer: attention and feed-forward
-    from matplotlib.patches import FancyBboxPatch
-
-    layer_left, layer_right = top_x[2] - 1.05, top_x[3] + 1.05
-    ax.add_patch(FancyBboxPatch((layer_left, top - 0.85), layer_right - layer_left, 1.9,
-                                boxstyle="round,pad=0.02,rounding_size=0.15", facecolor="white",
-                                edgecolor=GREEN, lw=1.5, ls="--"))
-    ax.text((layer_left + layer_right) / 2, top + 1.45,
-            "one layer, repeated L times\n(+ residuals, layer norm: 12)",
-            ha="center", va="center", fontsize=8.5, color=GREEN)
-
-    for x, stage in zip(top_x, forward, strict=True):
-        _box(ax, x, top, stage.name, f"notebook {stage.notebooks}", SKY)
-    for x, stage in zip(bottom_x, training, strict=True):
-        _box(ax, x, bottom, stage.name, f"notebook {stage.notebooks}", YELLOW)
-    for x0, x1 in zip(top_x[:-1], top_x[1:], strict=True):
-        _arrow(ax, (x0 + 0.875, top), (x1 - 0.875, top))
-    _arrow(ax, (top_x[-1], top - 0.45), (bottom_x[0], bottom + 0.45 + 0.02))
-    for x0, x1 in zip(bottom_x[:-1], bottom_x[1:], strict=True):
-        _arrow(ax, (x0 - 0.875, bottom), (x1 + 0.875, bottom))
-    # the optimizer updates the weights of every stage that has them
-    _arrow(ax, (bottom_x[-1] - 0.875, bottom), (top_x[1], top - 0.75),
-           connectionstyle="arc3,rad=-0.25", color=VERMILLION, ls="-")
-    ax.text(bottom_x[-1] - 4.3, bottom + 0.2, "update every weight:\nembeddings, attention,\n"
-            "feed-forward, logits", ha="center", va="center", fontsize=9, color=VERMILLION)
-
-    ax.text(top_x[0] - 0.75, top + 2.1, "forward pass: the model computes", ha="left",
-            fontsize=11, fontweight="bold", color=BLACK)
-    ax.text(bottom_x[0] + 0.75, bottom - 1.05, "training: the model learns", ha="right",
-            fontsize=11, fontweight="bold", color=BLACK)
-    notes = ("underneath everything: tensors 01 · matrix products 02 · eigenvalues 03 · "
-             "probability 04\n"
-             "today's language models (decoder-only, RoPE, KV cache): 15 · "
-             "tiled attention (no N×N matrix): 16")
-    ax.text(top_x[0] - 0.75, bottom - 1.3, notes, ha="left", va="top", fontsize=9,
-            color=BLACK, linespacing=1.6)
-    ax.set(xlim=(top_x[0] - 1.0, top_x[-1] + 1.0), ylim=(bottom - 2.15, top + 2.45))
-    ax.set_aspect("equal")
-    fig.tight_layout()
-    return fig
-
-
-def tensor_sheets(shape: tuple[int, int, int] = (3, 4, 6),
-                  names: tuple[str, str, str] = ("B (batch)", "N (sequence)", "d_model (features)"),
-                  sentence: int = 0, token: int = 2) -> Figure:
-    """A (B, N, d) tensor drawn as B sheets, one per sentence, each N rows (tokens) by d columns
-    (features); sheet ``sentence`` is shaded and its row ``token`` highlighted.
-
-    The front sheet is sentence 0; the others recede up and to the right. The axes are labelled
-    with ``names`` and their sizes, ``X[sentence]`` and ``X[sentence, token]`` are annotated.
-    Returns the ``Figure``.
-    """
-    batch, seq, dim = (check_int(n, f"shape[{i}]") for i, n in enumerate(shape))
-    if not 0 <= sentence < batch:
-        raise ValueError(f"sentence must be in [0, {batch}), got {sentence}")
-    if not 0 <= token < seq:
-        raise ValueError(f"token must be in [0, {seq}), got {token}")
-    from matplotlib.patches import Rectangle
-
-    fig, ax = _white_figure((8.0, 4.6))
-    dx, dy = 0.9, 0.7  # how far each sheet behind is shifted
-    for b in reversed(range(batch)):  # back to front, so the front sheet covers the others
-        ox, oy = b * dx, b * dy
-        for n in range(seq):
-            for j in range(dim):
-                if b == sentence and n == token:
-                    color = ORANGE
-                elif b == sentence:
-                    color = SKY
-                else:
-                    color = "#eeeeee"
-                ax.add_patch(Rectangle((ox + j, oy + seq - 1 - n), 1, 1, facecolor=color,
-                                       edgecolor=BLACK, lw=0.6))
-        if b > 0:  # in the strip of this sheet that the sheet in front leaves visible
-            ax.text(ox + 0.15, oy + seq - dy / 2, f"sentence {b}", va="center", fontsize=9,
-                    color=BLACK)
-    # axis labels: features along the bottom, tokens down the side, batch along the diagonal
-    ax.annotate("", xy=(dim, -0.45), xytext=(0, -0.45),
-                arrowprops={"arrowstyle": "-|>", "color": BLACK})
-    ax.text(dim / 2, -0.6, f"axis 2: {names[2]} = {dim}", ha="center", va="top", fontsize=10)
-    ax.annotate("", xy=(-0.45, 0), xytext=(-0.45, seq),
-                arrowprops={"arrowstyle": "-|>", "color": BLACK})
-    ax.text(-0.6, seq / 2, f"axis 1: {names[1]} = {seq}", ha="right", va="center",
-            fontsize=10, rotation=90)
-    ax.annotate("", xy=(batch * dx - 0.2, seq + batch * dy - 0.2), xytext=(0, seq + 0.1),
-                arrowprops={"arrowstyle": "-|>", "color": BLACK})
-    ax.text(-0.1, seq + batch * dy * 0.6, f"axis 0: {names[0]} = {batch}", ha="right",
-            va="bottom", fontsize=10)
-    ox, oy = sentence * dx, sentence * dy
-    right = (batch - 1) * dx + dim + 1.6
-    ax.annotate(f"X[{sentence}]: sentence {sentence},\nshape ({seq}, {dim})",
-                xy=(ox + dim, oy + 0.5 if token != seq - 1 else oy + seq - 0.5),
-                xytext=(right, 0.4), fontsize=9, color=BLUE, va="center",
-                arrowprops={"arrowstyle": "->", "color": BLUE})
-    ax.annotate(f"X[{sentence}, {token}]: token {token} of it,\nshape ({dim},)",
-                xy=(ox + dim, oy + seq - 0.5 - token), xytext=(right, seq - 0.8), fontsize=9,
-                color=VERMILLION, va="center", arrowprops={"arrowstyle": "->", "color": VERMILLION})
-    ax.set(xlim=(-2.0, right + 3.2), ylim=(-1.5, seq + batch * dy + 0.6))
-    ax.set_aspect("equal")
-    fig.tight_layout()
-    return fig
-
-
-def annotated_heatmap(ax: Axes, data: ArrayLike, vmin: float | None = None,
-                      vmax: float | None = None, fmt: str = "{}", cmap: str = COLORMAP,
-                      fontsize: float = 10) -> AxesImage:
-    """``ax.imshow(data)`` with each cell's value written on it, in black or white, whichever
-    reads better on that cell's colour (:func:`course_utils.plotting.text_color`).
-
-    ``data`` is a 2-D array (a 1-D one is drawn as a single row); ``vmin``/``vmax`` default to its
-    range; ``fmt`` formats each value (``"{:.2f}"``). Ticks are removed. Returns the image.
-    """
-    array = real_array(data, "data")
-    if array.ndim == 1:
-        array = array[None, :]
-    if array.ndim != 2:
-        raise ValueError(f"data must be a 1-D or 2-D array, got shape {array.shape}")
-    low = float(array.min()) if vmin is None else float(vmin)
-    high = float(array.max()) if vmax is None else float(vmax)
-    if not high > low:
-        high = low + 1.0  # a constant array: any range will do
-    image = ax.imshow(array, cmap=cmap, vmin=low, vmax=high)
-    for (r, c), value in np.ndenumerate(array):
-        ax.text(c, r, fmt.format(value), ha="center", va="center", fontsize=fontsize,
-                color=text_color(float(value), low, high, cmap))
-    ax.set(xticks=[], yticks=[])
-    return image
-
-
-# ---------------------------------------------------------------------------------------------
-# Architecture diagrams of notebooks 11, 13 and 14: boxes (``_box``) joined by arrows (``_arrow``).
 
 
 def _flow(ax: Axes, boxes: dict[str, tuple[float, float, str, str]],
@@ -648,8 +429,9 @@ def encoder_block(norm_first: bool = False, notes: dict[str, str] | None = None)
     ``norm_first=True``, then with a final LayerNorm after the last layer). ``notes`` maps box
     names ("attention", "feed-forward", "add 1", "norm 1", ...) to text written at their left.
     Returns the ``Figure``."""
-    if not isinstance(norm_first, bool):
-        raise TypeError(f"norm_first must be a bool, got {type(norm_first).__name__}")
+    check_bool(norm_first, "norm_first")
+    if notes is not None and not isinstance(notes, dict):
+        raise TypeError(f"notes must be a dict of box name: text, got {type(notes).__name__}")
     fig, ax = _white_figure((6.4 if notes else 5.0, 8.4 if norm_first else 7.6))
     top = _encoder_column(ax, 0.0, norm_first, notes)
     left = -5.0 if notes else -2.1
@@ -668,66 +450,5 @@ def encoder_blocks() -> Figure:
     top = max(_encoder_column(ax, 0.0, False), _encoder_column(ax, gap, True))
     ax.set(xlim=(-2.3, gap + 3.9), ylim=(-1.6, top + 1.1))
     ax.set_aspect("equal")
-    fig.tight_layout()
-    return fig
-
-
-# ---------------------------------------------------------------------------------------------
-# The chain rule for a matrix product (notebook 08): Y = X W and its two backward products.
-
-
-def _matrix(ax: Axes, left: float, middle: float, rows: int, cols: int, color: str,
-            name: str) -> float:
-    """A rows × cols matrix drawn as unit cells, centred on height ``middle``, ``name`` above it
-    and its shape below. Returns its right edge."""
-    from matplotlib.patches import Rectangle
-
-    top = middle + rows / 2
-    for r in range(rows):
-        for c in range(cols):
-            ax.add_patch(Rectangle((left + c, top - r - 1), 1, 1, facecolor=color,
-                                   edgecolor=BLACK, lw=0.8))
-    ax.text(left + cols / 2, top + 0.2, name, ha="center", va="bottom", fontsize=11)
-    ax.text(left + cols / 2, top - rows - 0.2, f"({rows}, {cols})", ha="center", va="top",
-            fontsize=9, color=BLUE)
-    return left + cols
-
-
-def matmul_backward(n: int = 4, d_in: int = 3, d_out: int = 2) -> Figure:
-    """The three matrix products of a linear layer Y = X W (notebook 08), each matrix drawn as a
-    grid of cells: the forward Y = X W, and the backward ∂ℒ/∂X = G Wᵀ and ∂ℒ/∂W = Xᵀ G with
-    G = ∂ℒ/∂Y (ℒ the loss). A variable and its gradient share a colour (X sky blue, W orange,
-    Y and G yellow), so each gradient is seen to have its variable's shape, (n, d_in) and
-    (d_in, d_out). Returns the ``Figure``."""
-    n, d_in, d_out = (check_int(v, name) for v, name in ((n, "n"), (d_in, "d_in"),
-                                                          (d_out, "d_out")))
-    x_color, w_color, y_color = SKY, ORANGE, YELLOW
-    rows = [  # (title, result, first factor, second factor): (name, rows, cols, colour)
-        ("forward", ("$Y$", n, d_out, y_color), ("$X$", n, d_in, x_color),
-         ("$W$", d_in, d_out, w_color)),
-        ("backward", ("$\\partial \\mathcal{L} / \\partial X$", n, d_in, x_color),
-         ("$G$", n, d_out, y_color), ("$W^\\top$", d_out, d_in, w_color)),
-        ("backward", ("$\\partial \\mathcal{L} / \\partial W$", d_in, d_out, w_color),
-         ("$X^\\top$", d_in, n, x_color), ("$G$", n, d_out, y_color)),
-    ]
-    height = max(n, d_in, d_out) + 2.2
-    fig, ax = _white_figure((1.0, 1.0))  # resized below, once the width is known
-    widest = 0.0
-    for i, (title, result, first, second) in enumerate(rows):
-        middle = -i * height
-        ax.text(-0.4, middle, title, ha="right", va="center", fontsize=10, fontweight="bold")
-        right = _matrix(ax, 0.0, middle, result[1], result[2], result[3], result[0])
-        ax.text(right + 0.6, middle, "=", ha="center", va="center", fontsize=16)
-        right = _matrix(ax, right + 1.2, middle, first[1], first[2], first[3], first[0])
-        ax.text(right + 0.5, middle, "·", ha="center", va="center", fontsize=22)
-        widest = max(widest, _matrix(ax, right + 1.0, middle, second[1], second[2], second[3],
-                                     second[0]))
-    ax.text(-2.6, height / 2 + 0.3, f"N = {n} rows, D_in = {d_in}, D_out = {d_out};  "
-            "G = ∂ℒ/∂Y has the shape of Y", ha="left", va="bottom", fontsize=9.5, color=BLACK)
-    bottom, top = -(len(rows) - 0.5) * height - 0.3, height / 2 + 1.1
-    ax.set(xlim=(-2.8, widest + 0.5), ylim=(bottom, top))
-    ax.set_aspect("equal")
-    scale = 0.42  # inches per cell
-    fig.set_size_inches(scale * (widest + 3.3) + 0.3, scale * (top - bottom) + 0.3)
     fig.tight_layout()
     return fig

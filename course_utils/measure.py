@@ -1,0 +1,253 @@
+"""Measuring the machine and a call: the one timer, memory bandwidth, matrix-multiply throughput,
+the caches, and the peak memory of one attention call.
+
+Every timing in the course (notebooks, benchmark, tests) goes through :func:`best_time`: the
+fastest of a few runs after a warm-up, the run least disturbed by other work on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from course_utils.validation import check_bool, check_choice, check_int
+
+CACHE_DIR = "/sys/devices/system/cpu/cpu0/cache"
+CLEAR_REFS = "/proc/self/clear_refs"  # Linux: writing 5 resets the peak (VmHWM) to the RSS
+MEMORY_METHODS = ("naive", "tiled", "fused")
+
+
+def best_time(call: Callable[[], object], repeats: int = 3, *, cuda: bool = False) -> float:
+    """The shortest wall time in seconds of ``repeats`` calls of ``call()``, after one warm-up.
+
+    ``cuda=True`` waits for the GPU (``torch.cuda.synchronize()``) before the clock starts and
+    before it stops: a CUDA call returns as soon as its kernels are queued, not when they end.
+    """
+    return best_times({"call": call}, repeats, cuda=cuda)["call"]
+
+
+def best_times(calls: dict[str, Callable[[], object]], repeats: int = 3, *,
+               cuda: bool = False) -> dict[str, float]:
+    """:func:`best_time` of several calls side by side: one warm-up each, then ``repeats``
+    rounds that time every call once, so that a busy moment of the machine slows all of them
+    alike and their ratios stay fair."""
+    if not isinstance(calls, dict) or not calls:
+        raise TypeError(f"calls must be a non-empty dict of name: function, got "
+                        f"{type(calls).__name__}")
+    for name, call in calls.items():
+        if not callable(call):
+            raise TypeError(f"calls[{name!r}] must be callable, got {type(call).__name__}")
+    check_int(repeats, "repeats")
+    sync: Callable[[], None] = _cuda_synchronize if check_bool(cuda, "cuda") else _no_wait
+    for call in calls.values():
+        call()
+    best = dict.fromkeys(calls, math.inf)
+    for _ in range(repeats):
+        for name, call in calls.items():
+            sync()
+            start = time.perf_counter()
+            call()
+            sync()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def _no_wait() -> None:
+    return None
+
+
+def _cuda_synchronize() -> None:
+    import torch
+
+    torch.cuda.synchronize()
+
+
+def cache_sizes() -> dict[str, int]:
+    """This CPU's data caches in bytes, ``{"L1": …, "L2": …, "L3": …}`` as one core sees them
+    (L3 is usually shared by all cores), from Linux's ``/sys/devices/system/cpu``; an empty dict
+    where that is not readable (macOS, Windows, some containers)."""
+    sizes: dict[str, int] = {}
+    try:
+        for index in sorted(os.listdir(CACHE_DIR)):
+            if not index.startswith("index"):
+                continue
+            fields = {}
+            for field in ("type", "level", "size"):
+                with open(os.path.join(CACHE_DIR, index, field)) as f:
+                    fields[field] = f.read().strip()
+            size = fields["size"]
+            if fields["type"] in ("Data", "Unified") and size:
+                unit = {"K": 2**10, "M": 2**20, "G": 2**30}.get(size[-1], 1)
+                sizes[f"L{fields['level']}"] = int(size.rstrip("KMG")) * unit
+    except (OSError, ValueError):
+        return {}
+    return sizes
+
+
+def copy_bandwidth(nbytes: int, repeats: int = 3) -> float:
+    """Bytes per second of ``dst.copy_(src)`` for float32 tensors of ``nbytes``: each copy reads
+    and writes ``nbytes`` (``2·nbytes`` moved). Small arrays stay in cache between copies, so the
+    rate climbs the memory hierarchy as ``nbytes`` shrinks. Each timing repeats the copy until
+    about 64 MiB have moved; the best of ``repeats`` timings."""
+    import torch
+
+    nbytes = check_int(nbytes, "nbytes", minimum=4)
+    src = torch.ones(nbytes // 4)
+    dst = torch.empty_like(src)
+    copies = max(1, 2**26 // nbytes)
+    return 2 * src.numel() * 4 * copies / best_time(
+        lambda: [dst.copy_(src) for _ in range(copies)], repeats)
+
+
+def matmul_flop_rate(n: int = 1024, repeats: int = 3) -> float:
+    """Measured FLOP/s of an ``n × n`` float32 matrix product (``2·n³`` FLOPs), best of
+    ``repeats``: this machine's matrix-multiply throughput at the current thread count.
+    (:func:`course_utils.linalg.matmul_flops` *counts* the FLOPs of a product.)"""
+    import torch
+
+    n = check_int(n, "n")
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    return 2 * n**3 / best_time(lambda: a @ b, repeats)
+
+
+# ------------------------------------------------------------- the peak memory of one call
+def _attention_call(method: str, backward: bool) -> Callable:
+    """``method``'s attention as ``call(q, k, v, grad_out)``: the output, or with ``backward``
+    the gradients of q, k and v."""
+    import torch
+
+    from course_utils.attention import softmax_attention
+    from course_utils.tiled import tiled_attention, tiled_attention_forward
+
+    forward = {
+        "naive": lambda q, k, v: softmax_attention(q, k, v)[0],
+        "tiled": (tiled_attention if backward
+                  else lambda q, k, v: tiled_attention_forward(q, k, v)[0]),
+        "fused": torch.nn.functional.scaled_dot_product_attention,
+    }[method]
+    if not backward:
+        return lambda q, k, v, grad_out: forward(q, k, v)
+    return lambda q, k, v, grad_out: torch.autograd.grad(forward(q, k, v), (q, k, v), grad_out)
+
+
+def _status_bytes(field: str) -> int:
+    with open("/proc/self/status") as f:
+        match = re.search(field + r":\s+(\d+)", f.read())
+    assert match is not None, field
+    return int(match.group(1)) * 1024
+
+
+def _sampled_peak(call: Callable[[], object]) -> tuple[object, int]:
+    """``call()`` and the highest VmRSS a watching thread saw while it ran (every 0.2 ms)."""
+    peak, done = [0], threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.0002):
+            peak[0] = max(peak[0], _status_bytes("VmRSS"))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        return call(), peak[0]
+    finally:
+        done.set()
+        watcher.join()
+
+
+def _probe(method: str, ns: list[int], d: int, threads: int, backward: bool,
+           reset: bool) -> list[int]:
+    """In a fresh process: the peak extra bytes of one ``(1, 1, n, d)`` call per ``n``."""
+    import torch
+
+    torch.set_num_threads(threads)
+    run = _attention_call(method, backward)
+    g = torch.Generator().manual_seed(0)
+
+    def make(n: int) -> list[torch.Tensor]:  # q, k, v and the gradient of the output
+        return [torch.randn(1, 1, n, d, generator=g, requires_grad=backward and i < 3)
+                for i in range(4)]
+
+    run(*make(2048))  # warm-up: load the libraries, start the threads, touch their buffers
+    extra = []
+    for n in ns:
+        tensors = make(n)
+        before = _status_bytes("VmRSS")
+        if reset:
+            with open(CLEAR_REFS, "w") as f:
+                f.write("5")  # the peak (VmHWM, what ru_maxrss reports) := the current RSS
+            out = run(*tensors)
+            peak = _status_bytes("VmHWM")
+        else:  # no reset possible: sample the resident memory while the call runs (coarser)
+            out, peak = _sampled_peak(lambda tensors=tensors: run(*tensors))
+        extra.append(max(0, peak - before))
+        del tensors, out
+    return extra
+
+
+def peak_extra_memory(
+    method: str, n: int | Sequence[int], d: int = 64, *, threads: int | None = None,
+    backward: bool = False,
+) -> int | list[int]:
+    """Peak extra bytes of one ``(1, 1, n, d)`` float32 attention call, in a fresh process.
+
+    ``method``: ``"naive"`` (:func:`course_utils.attention.softmax_attention`), ``"tiled"``
+    (:func:`course_utils.tiled.tiled_attention_forward`; :func:`~course_utils.tiled.tiled_attention`
+    with ``backward``) or ``"fused"`` (``torch.nn.functional.scaled_dot_product_attention``).
+    With ``backward=True`` the call is forward and backward (``torch.autograd.grad`` with a given
+    ``grad_out``): the gradients of q, k and v count as extra memory, as does the output.
+    A list of lengths is measured one after the other in one process, and a list comes back.
+
+    The process (``python -m course_utils.measure``) warms the method up, builds its inputs,
+    reads its resident memory (VmRSS), resets the kernel's peak counter (VmHWM, the number
+    behind ``ru_maxrss``), calls the method and reports the new peak minus the reading
+    (``tracemalloc`` cannot see PyTorch's allocations). Where the peak cannot be reset
+    (``/proc/self/clear_refs`` not writable, as in some sandboxes) it warns and samples VmRSS
+    every 0.2 ms instead: coarser. Linux only.
+    """
+    check_choice(method, "method", MEMORY_METHODS)
+    ns = [n] if isinstance(n, (int, np.integer)) else list(n) if isinstance(n, Sequence) else None
+    if ns is None:
+        raise TypeError(f"n must be an int or a sequence of ints, got {type(n).__name__}")
+    ns = [check_int(value, "n") for value in ns]
+    d = check_int(d, "d")
+    backward = check_bool(backward, "backward")
+    if threads is None:
+        import torch
+
+        threads = torch.get_num_threads()
+    threads = check_int(threads, "threads")
+    if not os.path.exists("/proc/self/status"):
+        raise RuntimeError("peak_extra_memory needs Linux (/proc/self/status)")
+    reset = os.access(CLEAR_REFS, os.W_OK)
+    if not reset:
+        warnings.warn(f"{CLEAR_REFS} is not writable here: peak_extra_memory samples the "
+                      "resident memory while the call runs instead of reading the kernel's peak "
+                      "(coarser)", RuntimeWarning, stacklevel=2)
+    # A fixed mmap threshold gives every large tensor its own mapping, returned to the system
+    # when freed: memory freed earlier cannot hide a peak by being reused.
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
+    request = {"method": method, "ns": ns, "d": d, "threads": threads, "backward": backward,
+               "reset": reset}
+    done = subprocess.run([sys.executable, "-m", "course_utils.measure", json.dumps(request)],
+                          capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"measuring {method} at n={n} failed:\n{done.stderr[-2000:]}")
+    measured = json.loads(done.stdout)
+    return measured[0] if isinstance(n, (int, np.integer)) else measured
+
+
+if __name__ == "__main__":  # the fresh process of peak_extra_memory
+    parser = argparse.ArgumentParser(description="peak extra memory of attention calls (JSON)")
+    parser.add_argument("request", help="JSON: method, ns, d, threads, backward, reset")
+    print(json.dumps(_probe(**json.loads(parser.parse_args().request))))

@@ -8,6 +8,7 @@ fastest of a few runs after a warm-up, the run least disturbed by other work on 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -189,7 +190,7 @@ def _probe(method: str, ns: list[int], d: int, threads: int, backward: bool,
             out = run(*tensors)
             peak = _status_bytes("VmHWM")
         else:  # no reset possible: sample the resident memory while the call runs (coarser)
-            out, peak = _sampled_peak(lambda tensors=tensors: run(*tensors))
+            out, peak = _sampled_peak(functools.partial(run, *tensors))
         extra.append(max(0, peak - before))
         del tensors, out
     return extra

@@ -303,7 +303,8 @@ def tiled_attention_numpy(
         if not isinstance(t, np.ndarray) or t.dtype not in (np.float32, np.float64):
             what = f"dtype {t.dtype}" if isinstance(t, np.ndarray) else type(t).__name__
             raise TypeError(f"{name} must be a float32 or float64 array, got {what}")
-    lq, lk, _, scale = check_attention_inputs(*(torch.from_numpy(t) for t in (q, k, v)), scale)
+    lq, lk, _, scale = check_attention_inputs(torch.from_numpy(q), torch.from_numpy(k),
+                                              torch.from_numpy(v), scale)
     tiles = TileMap.build(lq, lk, block_q, block_k, causal=causal, window=window,
                           block_mask=block_mask)
     dtype = np.result_type(q, k, v)

@@ -153,9 +153,10 @@ def compile_ahead(
     launch configuration :func:`triton_attention_forward` would use there; returns Triton's assembly
     stages by name (``"ptx"``, ``"cubin"``, …). Needs compiled mode: set TRITON_INTERPRET=0
     before importing this module on a machine without a GPU."""
-    capability = check_capability(capability)
-    if capability is None:
+    checked = check_capability(capability)
+    if checked is None:
         raise TypeError("capability must be a (major, minor) tuple, got None")
+    capability = checked
     _check_dtype(dtype)
     head_dim = check_int(head_dim, "head_dim")
     check_bool(causal, "causal")
@@ -447,9 +448,9 @@ def triton_attention_forward(
         if check_int(value, name) < 16 or value & (value - 1):
             raise ValueError(f"{name} must be a power of two of at least 16, got {value!r}")
     block_q, block_k = int(block_q), int(block_k)
-    for name, value in (("num_warps", num_warps), ("num_stages", num_stages)):
-        if value is not None:
-            check_int(value, name)
+    for name, option in (("num_warps", num_warps), ("num_stages", num_stages)):
+        if option is not None:
+            check_int(option, name)
 
     dtype = q.dtype
     if interpret and dtype == torch.bfloat16:  # the interpreter cannot do bfloat16 arithmetic

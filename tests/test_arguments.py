@@ -978,8 +978,9 @@ EXEMPT = {
         "linalg.PowerIterationResult", "language_model.KVCache")},
     "plotting.FigureOverlapError": "an exception: its one argument is the message",
     **{name: NO_ARGUMENTS for name in (
-        "diagrams.maths.pipeline", "diagrams.architecture.decoder_block", "diagrams.architecture.encoder_blocks",
-        "diagrams.architecture.encoder_decoder", "diagrams.architecture.training_loop", "measure.cache_sizes",
+        "diagrams.maths.pipeline", "diagrams.architecture.decoder_block",
+        "diagrams.architecture.encoder_blocks", "diagrams.architecture.encoder_decoder",
+        "diagrams.architecture.training_loop", "measure.cache_sizes",
         "triton_attention.interpreter_mode", "triton_attention.triton_available")},
     "diagrams.maths.Stage": "a record: one stage of the pipeline figure",
     "tiled.TileMap": "a record built and checked by TileMap.build (covered)",

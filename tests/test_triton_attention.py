@@ -14,7 +14,11 @@ import torch
 import torch.nn.functional as F
 
 # Imported before triton itself: on a CPU-only machine the module sets TRITON_INTERPRET=1 first.
-from course_utils.triton_attention import interpreter_mode, triton_attention_forward, triton_available
+from course_utils.triton_attention import (
+    interpreter_mode,
+    triton_attention_forward,
+    triton_available,
+)
 
 pytest.importorskip("triton")
 

@@ -301,7 +301,7 @@ def check_number(
     atol: float = 0.0,
     verbose: bool = True,
     hint: str | None = None,
-    mistakes: dict[float, str] | None = None,
+    mistakes: Mapping[Any, str] | None = None,
 ) -> CheckResult:
     """A *predict* exercise's verdict: ``answer`` (a number the learner wrote down) within
     ``rtol``/``atol`` of ``expected``. ``...`` (the stub) means "not attempted yet"; the

@@ -102,11 +102,11 @@ def _no_sine(rule: str) -> Iterator[None]:
 
     try:
         for name, module in modules.items():
-            module.sin = forbid(name)
+            setattr(module, "sin", forbid(name))  # noqa: B010 (mypy: any module)
         yield
     finally:
         for name, module in modules.items():
-            module.sin = saved[name]
+            setattr(module, "sin", saved[name])  # noqa: B010
 
 
 _TABLE_RULE = ("the rule is a formula in k: {name} was called, which measures the dot products "

@@ -1,6 +1,6 @@
 """Checkers for notebook 15 (today's language models): the context that fits beside a 70B
-model (predict), RoPE's score as a function of the offset (derive), an off-by-one in top-p (debug), and
-grouped-query attention without copying the key/value heads (constrain)."""
+model (predict), RoPE's score as a function of the offset (derive), an off-by-one in top-p
+(debug), and grouped-query attention without copying the key/value heads (constrain)."""
 
 from __future__ import annotations
 

@@ -295,7 +295,9 @@ def draw_graph(graph: Graph, ax: Axes) -> None:
     for edge in reversed(graph.edges):  # a child's hops are final before its parents'
         hops[edge.parent] = max(hops[edge.parent], hops[edge.child] + 1)
     column = [max(hops) - hop for hop in hops]
-    count, placed, xy = {c: column.count(c) for c in column}, {}, []
+    count = {c: column.count(c) for c in column}
+    placed: dict[int, int] = {}
+    xy: list[tuple[float, float]] = []
     for c in column:  # stack each column's nodes, centred on y = 0
         placed[c] = placed.get(c, 0) + 1
         xy.append((2.2 * c, 1.3 * ((count[c] + 1) / 2 - placed[c])))

@@ -10,6 +10,13 @@ from course_utils.linalg import broadcast_shape
 np_broadcast_shapes = np.broadcast_shapes  # imported under another name
 
 
+def mean_pool_by_loop(x, lengths):  # right numbers, one sequence at a time
+    means = []
+    for sequence, length in zip(x, lengths, strict=True):
+        means.append(sequence[:length].mean(axis=0))
+    return np.stack(means)
+
+
 def require_3d(x):
     if x.ndim != 3:
         raise ValueError(f"x must be (batch, seq, d), got shape {tuple(x.shape)}")
@@ -118,10 +125,13 @@ ROWS = [
     ),
     *right(nb01.check_mean_pool,
            worked=lambda x, n: (x * (np.arange(x.shape[1])[None, :] < n[:, None])[:, :, None]
-                                ).sum(axis=1) / n[:, None],
-           by_loop=lambda x, n: np.stack([x[b, :k].mean(axis=0) for b, k in enumerate(n)])),
+                                ).sum(axis=1) / n[:, None]),
     *wrong(
         nb01.check_mean_pool,
+        loop_over_batch=(lambda x, n: np.stack([x[b, :k].mean(axis=0) for b, k in enumerate(n)]),
+                         "a batch of 100 sequences, without a Python loop over them: it loops "
+                         "over the batch in Python"),
+        loop_statement=(mean_pool_by_loop, "no Python loop over the batch"),
         as_given=(lambda x, n: (x * (np.arange(x.shape[1]) < n)).sum(axis=1) / n,
                   "(2, 4, 3), lengths [4, 2]: batch, seq and d differ: raised ValueError"),
         mask_not_stretched=(

@@ -66,6 +66,17 @@ def matmul_rows_weights_from_column(a, b):  # a[p, i] for a[i, p]
     return c
 
 
+def matmul_columns(a, b):  # right numbers, one column of the product at a time
+    require_inner(a, b)
+    cols = [(a * b[:, j]).sum(axis=1) for j in range(b.shape[1])]
+    return np.stack(cols, axis=1).astype(np.result_type(a, b))
+
+
+def matmul_columns_of_transpose(a, b):  # the same loop over the columns, written as rows of b.T
+    require_inner(a, b)
+    return np.stack([(a * col).sum(axis=1) for col in b.T], axis=1).astype(np.result_type(a, b))
+
+
 def matmul_of_plain_arrays(a, b):  # right numbers; strips the checker's watching array
     require_inner(a, b)
     return np.asarray(a) @ np.asarray(b)
@@ -121,6 +132,10 @@ ROWS = [
                      "numbers at once, more than one row of the product needs"),
         triple_loop=(matmul, "it reads the inputs entry by entry or column by column"),
         row_times_column=(matmul_row_times_column, "no loop over the columns of b"),
+        column_loop=(matmul_columns, "(6, 2) @ (2, 3): many rows: it reads a whole column "
+                     "(b[:, j], or a loop over b.T): the rule is no loop over the columns of b"),
+        column_loop_over_transpose=(matmul_columns_of_transpose, "(2, 3) @ (3, 4): it reads a "
+                                    "whole column"),
         uses_the_operator=(lambda a, b: require_inner(a, b) or a @ b,
                            "it uses a ready-made product (`@`, np.dot, np.matmul, np.einsum or "
                            "the like): the rule is to build each row of the product yourself"),

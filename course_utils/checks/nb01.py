@@ -16,6 +16,7 @@ from course_utils.checks import (
     check_function,
     check_number,
     exercise,
+    lines_run,
     wraps_answer,
 )
 from course_utils.linalg import broadcast_shape
@@ -181,11 +182,26 @@ def _mean_pool(x, lengths):
     return (x * real[:, :, None]).sum(axis=1) / lengths[:, None]
 
 
+_POOL_LINE_BUDGET = 30  # the fixed version runs about 4 lines; a loop over 100 runs 100 or more
+
+
 @exercise("debug")
 def check_mean_pool(func: Callable) -> CheckResult:
     """``func(x, lengths)``: the mean of the real (not padding) token vectors of each sequence,
     (batch, seq, d) and (batch,) -> (batch, d). The padding positions hold non-zero numbers, as
-    real padding embeddings do; batch = seq = d in two cases (where the buggy version runs)."""
+    real padding embeddings do; batch = seq = d in two cases (where the buggy version runs).
+    The rule is enforced: no Python loop over the batch (counted with lines_run on a batch of
+    100 sequences)."""
+
+    @wraps_answer(func)
+    def no_batch_loop(x, lengths):
+        result, lines = lines_run(func, x, lengths)
+        if lines > _POOL_LINE_BUDGET:
+            raise RuleBroken(f"it loops over the batch in Python ({lines} lines of Python ran "
+                             f"for {len(x)} sequences): the rule is no Python loop over the "
+                             "batch; line the shapes up with new axes ([:, None]) instead")
+        return result
+
     rng = np.random.default_rng(5)
     x3 = np.arange(27.0).reshape(3, 3, 3)
     cases = [
@@ -200,5 +216,7 @@ def check_mean_pool(func: Callable) -> CheckResult:
              "(3, 5, 2), no padding: the plain mean over the tokens"),
         Case((rng.standard_normal((1, 6, 3)), np.array([2], dtype=np.int32)),
              "one sequence of 2 real tokens out of 6, int32 lengths"),
+        Case((rng.standard_normal((100, 4, 3)), rng.integers(1, 5, size=100)),
+             "a batch of 100 sequences, without a Python loop over them"),
     ]
-    return check_function(func, cases=cases, reference=_mean_pool, name="mean_pool")
+    return check_function(no_batch_loop, cases=cases, reference=_mean_pool, name="mean_pool")

@@ -44,8 +44,9 @@ def _refuse_product() -> NoReturn:
 
 class _RowsOnly(np.ndarray):
     """An array that enforces Exercise 1's rule: no ready-made product, no multiplication of more
-    than one row of the result at a time (an all-at-once broadcast), and no more reads than a
-    row-by-row product needs (a loop over the columns of b reads b far more often)."""
+    than one row of the result at a time (an all-at-once broadcast), no read of a whole column
+    (a loop over the columns of b), and no more reads than a row-by-row product needs (entry by
+    entry reads b far more often)."""
 
     budget = {"reads": 0, "limit": 0, "row": 0}
 
@@ -61,7 +62,12 @@ class _RowsOnly(np.ndarray):
             raise RuleBroken("it reads the inputs entry by entry or column by column (more reads "
                              "than 2 m k + m): the rule is to build each row of the product from "
                              "whole rows of b, with no loop over the columns of b")
-        return super().__getitem__(index)
+        part = super().__getitem__(index)
+        if isinstance(part, np.ndarray) and part.ndim == 1 and not part.flags.c_contiguous:
+            raise RuleBroken("it reads a whole column (b[:, j], or a loop over b.T): the rule is "
+                             "no loop over the columns of b; build each row of the product from "
+                             "whole rows of b")
+        return part
 
     def __iter__(self):  # a loop over the rows reads each row once (no extra read at the end)
         return (self[i] for i in range(len(self)))
@@ -73,8 +79,9 @@ class _RowsOnly(np.ndarray):
             size = int(np.prod(np.broadcast_shapes(*(np.shape(x) for x in inputs))))
             if size > _RowsOnly.budget["row"]:
                 raise RuleBroken(f"it multiplies {size} numbers at once, more than one row of "
-                                 "the product needs (an all-at-once broadcast): the rule is to "
-                                 "build the product row by row")
+                                 "the product needs (all rows at once by broadcasting, or a "
+                                 "whole column of the product at once): the rule is to build the "
+                                 "product row by row")
         if out:
             kwargs["out"] = tuple(_plain(x) for x in out)
         return getattr(ufunc, method)(*(_plain(x) for x in inputs), **kwargs)

@@ -1,6 +1,7 @@
 """Notebook 03's checkers: right answers pass, plausible mistakes fail with a reason."""
 
 import numpy as np
+import scipy.linalg
 from checker_table import right, table_test, wrong
 
 from course_utils.checks import nb03
@@ -28,6 +29,11 @@ def ones_start(rng, n):  # the cell's start: a fixed vector
 def drawn_but_unused(rng, n):  # draws from rng (so the rng check passes), then starts from ones
     rng.standard_normal(n)
     return np.ones(n)
+
+
+def drawn_then_arange(rng, n):  # draws (and discards), then a fixed start that is no eigenvector
+    rng.standard_normal(n)
+    return np.arange(1.0, n + 1)
 
 
 def first_axis(rng, n):
@@ -86,6 +92,18 @@ ROWS = [
         # breaks the power-iteration rule but gets every number right, and draws from rng
         library_with_a_draw=(lambda a, n, rng: require_square(a) or rng.random() * 0 + float(
             max(np.linalg.eigvalsh(a), key=abs)), "it calls np.linalg.eigvalsh: NumPy's routine"),
+        # np.poly and np.roots reach NumPy's eigvals by their own import, past the refusal
+        roots_of_poly=(lambda a, n, rng: require_square(a) or rng.random() * 0 + float(
+            max(np.roots(np.poly(a)).real, key=abs)),
+            "after num_iters=1 it returns 1, the exact eigenvalue 1: one step of power "
+            "iteration is still approximate, so it computes the eigenvalue another way"),
+        scipy_eigvals=(lambda a, n, rng: require_square(a) or rng.random() * 0 + float(
+            max(scipy.linalg.eigvals(a).real, key=abs)),
+            "one step of power iteration is still approximate, so it computes the eigenvalue "
+            "another way"),
+        drawn_then_fixed=(lambda a, n, rng: power_iteration(a, n, rng, start=drawn_then_arange),
+                          "for two different seeds of rng: the start does not depend on what you "
+                          "drew from rng"),
     ),
     *right(nb03.check_variance_along, worked=variance_along, unit_first=variance_along_unit),
     *wrong(

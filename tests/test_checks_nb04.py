@@ -3,6 +3,7 @@
 import bisect
 
 import numpy as np
+import torch
 from checker_table import right, table_test, wrong
 
 from course_utils.checks import nb04
@@ -76,6 +77,18 @@ def sample_by_plain_searchsorted(probs, u):  # np.asarray drops the checker's wr
     return np.minimum(np.searchsorted(cdf, np.asarray(u), side="right"), len(probs) - 1)
 
 
+def sample_by_bucketize(probs, u):  # torch's interval search: a rule-breaker with right numbers
+    cdf = torch.from_numpy(np.asarray(probs).cumsum())
+    found = torch.bucketize(torch.from_numpy(np.asarray(u)), cdf, right=True)
+    return np.minimum(found.numpy(), len(probs) - 1)
+
+
+def sample_by_torch_searchsorted(probs, u):
+    cdf = torch.from_numpy(np.asarray(probs).cumsum())
+    found = torch.searchsorted(cdf, torch.from_numpy(np.asarray(u)), right=True)
+    return np.minimum(found.numpy(), len(probs) - 1)
+
+
 def score_variance_simulated(d_k, mean_q, var_q, mean_k, var_k):  # breaks the rule: simulates
     rng = np.random.default_rng(0)
     q = rng.normal(mean_q, np.sqrt(var_q), (100_000, d_k))
@@ -126,8 +139,12 @@ ROWS = [
         fixed_for_2d_only=(standardize_2d_fix, "a (batch, seq, d) = (2, 3, 8) tensor: raised "
                                                "ValueError"),
         no_eps=(standardize_no_eps, "a constant token: the 1e-5 keeps it finite (all zeros): "
-                                    "values differ"),
-        sample_variance=(standardize_sample_variance, "3 tokens of d = 8: values differ"),
+                                    "it leaves out the 1e-5"),
+        sample_variance=(standardize_sample_variance, "3 tokens of d = 8: it divides by d - 1 "
+                                                      "(ddof=1)"),
+        eps_outside=(lambda x: (x - x.mean(axis=-1, keepdims=True))
+                     / (x.std(axis=-1, keepdims=True) + 1e-5),
+                     "epsilon goes inside the square root"),
     ),
     *right(nb04.check_sample_from_uniforms, counting=sample_by_counting,
            argmax=sample_by_argmax),
@@ -139,10 +156,13 @@ ROWS = [
                                                    "expected [2], got [0]"),
         left_boundary=(sample_left_boundary, "a u exactly on a boundary belongs to the category "
                                              "to its right: values differ"),
-        searchsorted=(sample_by_searchsorted, "it uses np.searchsorted or np.digitize: this "
-                                              "exercise finds the interval by comparing"),
-        plain_searchsorted=(sample_by_plain_searchsorted, "it uses np.searchsorted or "
-                                                          "np.digitize"),
+        searchsorted=(sample_by_searchsorted, "it uses a ready-made interval search "
+                                              "(np.searchsorted, np.digitize, torch.searchsorted "
+                                              "or torch.bucketize): this exercise finds the "
+                                              "interval by comparing"),
+        plain_searchsorted=(sample_by_plain_searchsorted, "it uses a ready-made interval search"),
+        torch_bucketize=(sample_by_bucketize, "it uses a ready-made interval search"),
+        torch_searchsorted=(sample_by_torch_searchsorted, "it uses a ready-made interval search"),
         loop=(sample_by_loop, "it loops over the draws"),
     ),
 ]

@@ -14,7 +14,7 @@ def sigmoid_two_branches(d):
     return np.where(d >= 0, 1 / (1 + e), e / (1 + e))
 
 
-def sigmoid_from_logaddexp(d):
+def sigmoid_from_logaddexp(d):  # exact, no overflow, but the library's stable form: refused
     return np.exp(-np.logaddexp(0.0, -d))  # 1 / (1 + e^-d) = e^(-ln(1 + e^-d))
 
 
@@ -100,6 +100,13 @@ def log_softmax_by_hand(x, axis):
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
 
+def log_softmax_logaddexp(x, axis):  # NumPy's pairwise log-sum-exp, reduced along the axis
+    lse = np.logaddexp.reduce(x, axis=axis, keepdims=True)
+    if np.isneginf(lse).any():
+        raise ValueError("a slice whose entries are all -inf has no distribution")
+    return x - lse
+
+
 def log_softmax_scipy_checked(x, axis):  # the library, with the all-masked check added
     if np.isneginf(x.max(axis=axis)).any():
         raise ValueError("a slice with every entry masked has no distribution")
@@ -147,14 +154,16 @@ ROWS = [
         relative_to_1000=(1000 * 2.0**-10, "got 0.976562"),
         one=(1.0, "got 1"),
     ),
-    *right(nb05.check_sigmoid, two_branches=sigmoid_two_branches,
-           logaddexp=sigmoid_from_logaddexp),
+    *right(nb05.check_sigmoid, two_branches=sigmoid_two_branches),
     *wrong(
         nb05.check_sigmoid,
         scipy_expit=(scipy.special.expit, "it calls expit, a library's sigmoid (or softmax): the "
                                           "exercise is to write the formula you derived"),
         scipy_expit_inside=(sigmoid_scipy_inside, "it calls expit, a library's sigmoid"),
         torch_sigmoid=(sigmoid_torch, "it calls sigmoid, a library's sigmoid (or softmax)"),
+        # exact and without overflow: the library's softplus does the stable form
+        logaddexp=(sigmoid_from_logaddexp, "it calls np.logaddexp, a library's stable "
+                                           "log-sum-exp"),
         naive=(sigmoid_naive, "d = 1000: the first score takes everything, 1: np.exp "
                               "overflowed to inf at x = 1000"),
         one_branch=(sigmoid_one_branch, "d = -1000: the first score gets e^-1000, 0 in float64: "
@@ -198,6 +207,7 @@ ROWS = [
                            "operations"),
         course_utils=(lambda x, axis: log_softmax(x, axis=axis), "it calls log_softmax"),
         scipy_logsumexp=(log_softmax_logsumexp, "it calls logsumexp, a library (log-)softmax"),
+        logaddexp_reduce=(log_softmax_logaddexp, "it calls np.logaddexp, a library logsumexp"),
         log_of_softmax=(log_of_softmax, "it calls softmax, a library (log-)softmax"),
         log_of_softmax_by_hand=(log_of_softmax_by_hand, "[0, -800]: -800, not -inf (no log of a "
                                 "softmax): values differ: expected [0., -800.], got [0., -inf]"),

@@ -54,6 +54,15 @@ def check_error_after_ten_steps(answer) -> CheckResult:
 
 
 _EIGEN_ROUTINES = ("eig", "eigh", "eigvals", "eigvalsh", "svd")
+_PROBE_TOP = 1.0  # the dominant eigenvalue of the probes' matrix, eigenvalues 1, -0.9 and 0.5
+_PROBE_SECOND_SEED = 11
+
+
+def _probe_matrix() -> np.ndarray:
+    """A symmetric 3x3 matrix with eigenvalues 1, -0.9 and 0.5: power iteration converges slowly
+    (the error shrinks by 0.81 a step), so one step, or three, is still far from 1."""
+    q, _ = np.linalg.qr(np.random.default_rng(10).standard_normal((3, 3)))
+    return (q * np.array([_PROBE_TOP, -0.9, 0.5])) @ q.T
 
 
 def _power_iteration_rules(func: Callable) -> Callable:
@@ -87,15 +96,49 @@ def _power_iteration_rules(func: Callable) -> Callable:
     return checked
 
 
+def _power_iteration_probes(checked: Callable) -> Callable:
+    """``checked(a, num_iters, rng)``, plus two probes of its behaviour (``probe=``) that a
+    routine computing the eigenvalue another way (np.roots(np.poly(a)), scipy.linalg.eigvals)
+    or a start that ignores the draw cannot pass: ``"one_step"`` runs a single step, whose
+    estimate is still approximate, and ``"two_seeds"`` runs 3 steps from two seeds, whose
+    estimates differ. Each probe returns True when it passes."""
+
+    @wraps_answer(checked)
+    def probed(a, num_iters, rng, probe=None):
+        if probe is None:
+            return checked(a, num_iters, rng)
+        first = checked(a, num_iters, rng)
+        try:
+            first = float(first)
+        except (TypeError, ValueError):
+            return True  # not a number: the other cases say so
+        if probe == "one_step" and abs(first - _PROBE_TOP) < 1e-9:
+            raise RuleBroken(f"after num_iters=1 it returns {first:.12g}, the exact eigenvalue "
+                             f"{_PROBE_TOP:g}: one step of power iteration is still approximate, "
+                             "so it computes the eigenvalue another way (the rule: matrix-vector "
+                             "products only, no eigenvalue or polynomial-root routine)")
+        if probe == "two_seeds":
+            second = float(checked(a, num_iters, np.random.default_rng(_PROBE_SECOND_SEED)))
+            if second == first:
+                raise RuleBroken(f"after num_iters=3 it returns {first:.12g} for two different "
+                                 "seeds of rng: the start does not depend on what you drew from "
+                                 "rng (the rule: start from x = rng.standard_normal(n))")
+        return True
+
+    return probed
+
+
 @exercise("debug")
 def check_power_iteration(func: Callable) -> CheckResult:
     """``func(a, num_iters, rng)``: section 3's ``dominant_eigenvalue`` fixed: the dominant
     eigenvalue (largest in magnitude, with its sign) of a square matrix, from a start drawn from
     the generator ``rng``; ValueError when a is not square. Its rules are enforced: an answer that
     never draws from ``rng`` fails every case, one that calls np.linalg.eig/eigh/eigvals/eigvalsh/
-    svd fails, and two cases defeat the fixed starts a learner would pick: [[1, -2], [-2, 1]]
+    svd fails, two cases defeat the fixed starts a learner would pick: [[1, -2], [-2, 1]]
     (np.ones is an eigenvector of -1 there; the dominant eigenvalue is 3) and diag(1, 3) (e_1 is
-    an eigenvector of 1)."""
+    an eigenvector of 1), and two probe cases refuse an exact answer after one step (another
+    routine, such as np.roots(np.poly(a)) or scipy.linalg.eigvals) and the same answer after three
+    steps from two seeds (a start that ignores the draw)."""
 
     def gen(seed: int) -> np.random.Generator:
         return np.random.default_rng(seed)
@@ -113,9 +156,13 @@ def check_power_iteration(func: Callable) -> CheckResult:
         Case((np.diag([1.0, 3.0]), 200, gen(6)),
              "diag(1, 3): 3 (from [1, 0], an eigenvector of 1, you would get 1)", expected=3.0),
         Case((np.ones((2, 3)), 10, gen(7)), "a (2, 3) matrix is not square", raises=ValueError),
+        Case((_probe_matrix(), 1, gen(8)), "eigenvalues 1, -0.9, 0.5 after 1 step: still "
+             "approximate", kwargs={"probe": "one_step"}, expected=True),
+        Case((_probe_matrix(), 3, gen(9)), "eigenvalues 1, -0.9, 0.5 after 3 steps: two seeds "
+             "give two estimates", kwargs={"probe": "two_seeds"}, expected=True),
     ]
-    return check_function(_power_iteration_rules(func), cases=cases, name="power_iteration",
-                          rtol=1e-6)
+    return check_function(_power_iteration_probes(_power_iteration_rules(func)), cases=cases,
+                          name="power_iteration", rtol=1e-6)
 
 
 def _data_with_covariance(seed: int) -> tuple[np.ndarray, np.ndarray]:

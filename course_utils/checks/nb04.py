@@ -18,6 +18,7 @@ from course_utils.checks import (
     check_number,
     exercise,
     lines_run,
+    names_used,
     wraps_answer,
 )
 from course_utils.stats import standardize
@@ -82,11 +83,47 @@ def _standardize_tokens(x):
     return standardize(x, axis=-1, eps=1e-5)
 
 
+def _standardize_variant(x, *, eps_inside=True, ddof=0, eps=1e-5):
+    centred = x - x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, keepdims=True, ddof=ddof)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return centred / (np.sqrt(var + eps) if eps_inside else np.sqrt(var) + eps)
+
+
+_STANDARDIZE_MISTAKES = {
+    (("eps_inside", False),): "it divides by sigma + 1e-5: epsilon goes inside the square root, "
+                              "(x - mean) / sqrt(var + 1e-5)",
+    (("ddof", 1),): "it divides by d - 1 (ddof=1), the sample variance: section 10's "
+                    "standardisation uses the population variance, dividing by d (ddof=0)",
+    (("eps", 0.0),): "it leaves out the 1e-5: a constant token has variance 0, and 0 / 0 is NaN",
+}
+
+
+def _named_standardize_mistakes(func: Callable) -> Callable:
+    """``func``; an output of the right shape that equals a known mistake's output is told which
+    mistake."""
+
+    @wraps_answer(func)
+    def named(x):
+        got = func(x)
+        right = _standardize_tokens(x)
+        if isinstance(got, np.ndarray) and got.shape == right.shape and not np.allclose(
+                got, right, rtol=1e-7, atol=1e-9):
+            for options, why in _STANDARDIZE_MISTAKES.items():
+                wrong = _standardize_variant(x, **dict(options))
+                if np.allclose(got, wrong, rtol=1e-7, atol=1e-9, equal_nan=True):
+                    raise RuleBroken(why)
+        return got
+
+    return named
+
+
 @exercise("debug")
 def check_standardize_tokens(func: Callable) -> CheckResult:
     """``func(x)``: each token (the last axis of x) to mean 0 and variance 1,
     (x - mean) / sqrt(var + 1e-5) with the population variance, for any number of leading
-    axes."""
+    axes. A rejection names an epsilon outside the square root, the d - 1 variance and a missing
+    epsilon."""
     rng = np.random.default_rng(41)
     cases = [
         Case((rng.normal(3.0, 2.0, (4, 4)),),
@@ -96,8 +133,9 @@ def check_standardize_tokens(func: Callable) -> CheckResult:
         Case((np.array([[1.0, 2.0, 3.0, 4.0], [5.0, 5.0, 5.0, 5.0]]),),
              "a constant token: the 1e-5 keeps it finite (all zeros)"),
     ]
-    return check_function(func, cases=cases, reference=_standardize_tokens,
-                          name="standardize_tokens", rtol=1e-7, atol=1e-9)
+    return check_function(_named_standardize_mistakes(func), cases=cases,
+                          reference=_standardize_tokens, name="standardize_tokens", rtol=1e-7,
+                          atol=1e-9)
 
 
 def _inverse_transform(probs, u):
@@ -105,14 +143,15 @@ def _inverse_transform(probs, u):
     return np.minimum(np.searchsorted(cdf, u, side="right"), len(probs) - 1).astype(np.int64)
 
 
-_SEARCHES = {"searchsorted", "digitize"}
+_SEARCHES = {"searchsorted", "digitize", "bucketize"}  # NumPy's two, and torch's two
 
 
 class _NoSearch(np.ndarray):
     """An array that refuses NumPy's ready-made interval searches."""
 
     def _refuse(self, *args, **kwargs):
-        raise RuleBroken("it uses np.searchsorted or np.digitize: this exercise finds the "
+        raise RuleBroken("it uses a ready-made interval search (np.searchsorted, np.digitize, "
+                         "torch.searchsorted or torch.bucketize): this exercise finds the "
                          "interval by comparing u with the cumulative sums")
 
     searchsorted = _refuse
@@ -146,9 +185,11 @@ def _names_used(func: Callable) -> set[str]:
 def check_sample_from_uniforms(func: Callable) -> CheckResult:
     """``func(probs, u)``: for each uniform number u[j], the first category i with
     u[j] < probs[0] + ... + probs[i] (the last category when rounding leaves the total just
-    below u[j]), as integers; without a Python loop and without np.searchsorted or np.digitize."""
+    below u[j]), as integers; without a Python loop and without np.searchsorted, np.digitize,
+    torch.searchsorted or torch.bucketize."""
 
-    searches = _names_used(func) & _SEARCHES  # also through np.asarray, which drops _NoSearch
+    # by name, also through np.asarray (which drops _NoSearch) and torch
+    searches = (_names_used(func) | names_used(func)) & _SEARCHES
 
     @wraps_answer(func)
     def by_comparison(probs, u):

@@ -56,6 +56,14 @@ _SOFTMAXES = ("softmax", "log_softmax", "_softmax", "Softmax", "scaled_dot_produ
 _LOG_SOFTMAX_RULE = ("it calls {name}, a library (log-)softmax: the rule is to build it from "
                      "NumPy's elementwise operations and reductions (max, exp, sum, log)")
 _LOG_SOFTMAXES = ("log_softmax", "softmax", "logsumexp", "LogSoftmax")
+_LOGADDEXPS = ("logaddexp", "logaddexp2")  # np.logaddexp(0, x) is ln(1 + e^x); .reduce an LSE
+_SIGMOID_LOGADDEXP_RULE = ("it calls np.{name}, a library's stable log-sum-exp: "
+                           "np.exp(-np.logaddexp(0, -d)) is the sigmoid with the stable form "
+                           "found for you; the exercise is to write the formula you derived, "
+                           "with np.exp, yourself")
+_LOG_SOFTMAX_LOGADDEXP_RULE = ("it calls np.{name}, a library logsumexp (np.logaddexp.reduce "
+                               "is LSE along an axis): the rule is to build it from NumPy's "
+                               "elementwise operations and reductions (max, exp, sum, log)")
 
 
 @exercise("predict")
@@ -113,7 +121,7 @@ def check_sigmoid(func: Callable) -> CheckResult:
     """``func(d)``: softmax([a, b])[0] as a function of d = a - b alone, 1 / (1 + e^(-d)),
     elementwise on an array, exact at d = +-1000, with no ``np.exp`` overflowing to inf (a
     silenced warning does not count), no warning, and no library sigmoid (``scipy.special.expit``,
-    ``torch.sigmoid``) or softmax."""
+    ``torch.sigmoid``), softmax or log-sum-exp (``np.logaddexp``)."""
     cases = [
         Case((np.array([0.0]),), "equal scores, d = 0: one half"),
         Case((np.array([np.log(3.0)]),), "d = ln 3: e^d = 3 times the weight, so 3/4"),
@@ -122,7 +130,9 @@ def check_sigmoid(func: Callable) -> CheckResult:
         Case((np.array([-1000.0]),), "d = -1000: the first score gets e^-1000, 0 in float64"),
         Case((np.linspace(-30, 30, 13),), "13 differences from -30 to 30"),
     ]
-    answer = _no_library(func, _SIGMOIDS, _SIGMOID_RULE, run=_no_exp_overflow(func))
+    answer = _no_library(func, _LOGADDEXPS, _SIGMOID_LOGADDEXP_RULE,
+                         run=_no_library(func, _SIGMOIDS, _SIGMOID_RULE,
+                                         run=_no_exp_overflow(func)))
     return check_function(answer, cases=cases, reference=_sigmoid, name="sigmoid",
                           rtol=1e-9, atol=0.0, no_warnings=True)
 
@@ -208,7 +218,7 @@ def check_log_softmax_along(func: Callable) -> CheckResult:
     """``func(x, axis)``: ln softmax(x) along ``axis`` of an N-D float array, x - LSE(x) with
     each slice shifted by its own maximum; -inf entries stay -inf; ValueError for a slice whose
     entries are all -inf; built from NumPy's elementwise operations and reductions (a library
-    log-softmax or logsumexp is refused)."""
+    log-softmax or logsumexp, np.logaddexp and its .reduce included, is refused)."""
     rng = np.random.default_rng(55)
     cases = [
         Case((np.array([2.0, 1.0, 0.1]), 0), "1-D [2, 1, 0.1]: ln[0.659, 0.242, 0.099]"),
@@ -223,6 +233,7 @@ def check_log_softmax_along(func: Callable) -> CheckResult:
         Case((np.array([[1.0, 2.0], [-np.inf, -np.inf]]), -1), "a row with every entry masked",
              raises=ValueError),
     ]
-    answer = _no_library(func, _LOG_SOFTMAXES, _LOG_SOFTMAX_RULE)
+    answer = _no_library(func, _LOGADDEXPS, _LOG_SOFTMAX_LOGADDEXP_RULE,
+                         run=_no_library(func, _LOG_SOFTMAXES, _LOG_SOFTMAX_RULE))
     return check_function(answer, cases=cases, reference=_log_softmax, name="log_softmax_along",
                           rtol=1e-9, atol=1e-12)

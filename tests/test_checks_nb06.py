@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import scipy.stats
 import torch
 import torch.nn.functional as F
 from checker_table import right, table_test, wrong
@@ -129,13 +130,33 @@ def kl_reversed(teacher, student):
     return kl_worked(student, teacher)
 
 
+def kl_torch_kl_div(teacher, student):  # the library's KL, masked and summed: numbers right
+    log_p = torch.log_softmax(torch.tensor(teacher, dtype=torch.float64), dim=-1)
+    log_q = torch.log_softmax(torch.tensor(student, dtype=torch.float64), dim=-1)
+    terms = F.kl_div(log_q, log_p, log_target=True, reduction="none")
+    return torch.where(log_p > -torch.inf, terms, 0.0).sum(dim=-1).numpy()
+
+
+def kl_scipy_entropy(teacher, student):  # scipy.stats.entropy(p, q) is KL(p || q)
+    p, q = np.exp(log_softmax(teacher, axis=-1)), np.exp(log_softmax(student, axis=-1))
+    return scipy.stats.entropy(p, q, axis=-1)
+
+
 ROWS = [
-    *right(nb06.check_loss_at_initialisation, exact=math.log(50_257), rounded=10.8),
+    *right(nb06.check_loss_with_one_raised_logit, exact=math.log(49 + math.exp(3)) - 3,
+           rounded=1.235),
     *wrong(
-        nb06.check_loss_at_initialisation,
-        logit_value=(2.5, "expected about 10.8249 (within 1%), got 2.5"),
-        bits=(math.log2(50_257), "got 15.617"),
-        perplexity=(50_257.0, "got 50257"),
+        nb06.check_loss_with_one_raised_logit,
+        uniform=(math.log(50), "3.91202 is too high: it is log 50, the uniform guess's loss"),
+        minus_three=(math.log(50) - 3, "0.912023 is too low: it is log 50 - 3: the raised logit "
+                                       "also sits in the sum under the log"),
+        fifty_terms=(math.log(50 + math.exp(3)) - 3, "it is log(50 + e^3) - 3: the sum has 49 "
+                                                     "terms e^0 and one e^3"),
+        bits=((math.log(49 + math.exp(3)) - 3) / math.log(2), "it is the loss in bits"),
+        perplexity=(math.exp(math.log(49 + math.exp(3)) - 3), "it is the perplexity e^CE"),
+        probability=(math.exp(3) / (49 + math.exp(3)), "it is the correct token's probability"),
+        logit=(2.5, "it is a logit, not a loss"),
+        other=(2.0, "2 is too high: write the loss as -z_c + log of the sum"),
     ),
     *right(nb06.check_label_smoothed_loss, worked=smoothed_worked),
     *wrong(
@@ -179,6 +200,9 @@ ROWS = [
         no_zero_rule=(kl_without_zero_rule, "a teacher logit of -inf (p_i = 0) adds nothing: no "
                                             "nan: values differ"),
         reversed=(kl_reversed, "4 rows of 6 logits: 4 values: values differ"),
+        torch_kl_div=(kl_torch_kl_div, "it calls kl_div, a library divergence or loss that does "
+                                       "the exercise's work"),
+        scipy_entropy=(kl_scipy_entropy, "it calls entropy, a library divergence or loss"),
     ),
 ]
 

@@ -88,20 +88,24 @@ def uncorrected_simulated(t, lr, beta1, beta2):
 
 
 ROWS = [
-    *right(nb08.check_sigmoid, node=sigmoid, from_ops=sigmoid_from_ops),
+    *right(nb08.check_sigmoid, node=sigmoid),
     *wrong(
         nb08.check_sigmoid,
-        overflows=(sigmoid_overflowing, "x = -800: e^800 overflows, so use e^x / (1 + e^x) for "
-                   "x < 0: raised OverflowError: math range error"),
+        overflows=(sigmoid_overflowing, "x = -800: e^800 overflows a float; for x < 0 write the "
+                   "fraction with e^x alone: raised OverflowError: math range error"),
+        from_ops=(sigmoid_from_ops, "sigmoid(0) = 0.5, slope 0.25: the rule is one new node "
+                  "whose only parent is v, with the local derivative you derived: the node "
+                  "returned has 2 parents"),
         overflows_from_ops=(lambda v: 1 / (1 + (-v).exp()),
-                            "raised OverflowError: exp(800.0) is too large for a float"),
+                            "a chain of the engine's operations lets their backward pass find "
+                            "the derivative for you"),
+        returns_v=(lambda v: v, "the node returned has v itself"),
         slope_s=(lambda v: sigmoid_overflowing(v, slope=lambda s: s),
                  "sigmoid(0) = 0.5, slope 0.25: d sigmoid / dx: values differ: expected 0.25, "
                  "got 0.5"),
         a_float=(lambda v: sigmoid(v).data, "raised TypeError: sigmoid must return a Value, got "
                  "float"),
-        detached=(lambda v: Value(sigmoid(v).data), "d sigmoid / dx: values differ: expected "
-                  "0.25, got 0.0"),
+        detached=(lambda v: Value(sigmoid(v).data), "the node returned has no parents"),
     ),
     *right(nb08.check_backward, worked=backward, without_reset=lambda r: backward(r, reset=False),
            dictionary=backward_recursive),
@@ -143,6 +147,9 @@ ROWS = [
         vectorized_loop=(np.vectorize(lambda t, lr, b1, b2: uncorrected_simulated(
                              np.array([t]), lr, b1, b2)[0]),
                          "the rule is a formula, not a simulation"),
+        simulated_ceil=(lambda t, lr, b1, b2: uncorrected_simulated(np.ceil(t), lr, b1, b2),
+                        "the rule is a formula, not a simulation: at t = [2.5, 12.5] it gave the "
+                        "sizes of steps [3, 13], as a loop over range(ceil(t)) does"),
     ),
     *right(nb08.check_backward_flops, exact=9_830_400, rounded=9.8e6,
            measured=measured_backward_flops()),

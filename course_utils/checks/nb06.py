@@ -64,16 +64,37 @@ def _diagnosed(func: Callable, reference: Callable, mistakes: Callable) -> Calla
     return checked
 
 
+_RAISED = math.log(49 + math.exp(3)) - 3  # 49 logits of 2.5, the correct one 5.5
+
+
 @exercise("predict")
-def check_loss_at_initialisation(answer: object) -> CheckResult:
-    """The learner's number for the cross-entropy of equal logits over 50,257 tokens."""
+def check_loss_with_one_raised_logit(answer: object) -> CheckResult:
+    """The learner's number for the cross-entropy over V = 50 tokens when every logit is 2.5 but
+    the correct token's, which is 2.5 + 3."""
     return check_number(
-        answer, math.log(50_257), name="loss_at_initialisation",
-        label="mean cross-entropy of equal logits over V = 50,257 tokens", rtol=0.01,
-        explanation="Equal logits give softmax 1/V for every token whatever their value (adding a "
-                    "constant changes nothing), so every position costs -log(1/V) = log V = "
-                    "log 50257 = 10.82 nats, perplexity exactly V. A fresh model's first loss far "
-                    "above log V means its initial logits are far from equal.",
+        answer, _RAISED, name="loss_with_one_raised_logit",
+        label="mean cross-entropy over V = 50 tokens, the correct token's logit 3 above the rest",
+        rtol=0.005,
+        hint="write the loss as -z_c + log of the sum of e^z_j over all 50 tokens (section 9), "
+             "after subtracting 2.5 from every logit",
+        mistakes={
+            math.log(50): "it is log 50, the uniform guess's loss: the correct token's logit is 3 "
+                          "higher, so its probability is not 1/50",
+            math.log(50) - 3: "it is log 50 - 3: the raised logit also sits in the sum under the "
+                              "log, which is 49 + e^3, not 50",
+            math.log(50 + math.exp(3)) - 3: "it is log(50 + e^3) - 3: the sum has 49 terms e^0 "
+                                            "and one e^3 (the correct token is one of the 50)",
+            _RAISED / math.log(2): "it is the loss in bits: the exercise asks for nats",
+            math.exp(_RAISED): "it is the perplexity e^CE, not the cross-entropy",
+            math.exp(3) / (49 + math.exp(3)): "it is the correct token's probability; the loss "
+                                              "is minus its log",
+            2.5: "it is a logit, not a loss",
+            5.5: "it is a logit, not a loss",
+        },
+        explanation="Subtracting 2.5 from every logit changes nothing: 49 logits of 0 and the "
+                    "correct one of 3, so the loss is -3 + log(49 e^0 + e^3) = log(69.09) - 3 = "
+                    "1.2353 nats, perplexity 3.44. The loss falls from log 50 = 3.91 by 2.68, "
+                    "not by the full 3: the raised logit also enlarges the sum under the log.",
     )
 
 
@@ -192,11 +213,33 @@ def _kl_from_logits(teacher, student):
     return terms.sum(axis=-1)
 
 
+_DIVERGENCES = ("kl_div", "KLDivLoss", "kl_divergence", "rel_entr", "entropy", *_LOSSES)
+_DIVERGENCE_RULE = ("it calls {name}, a library divergence or loss that does the exercise's work: "
+                    "compute KL from two log-softmaxes yourself (compare with F.kl_div outside "
+                    "your function)")
+
+
+def _no_library_divergence(func: Callable) -> Callable:
+    """``func`` refused with :class:`RuleBroken` when its code calls a library KL divergence
+    (``F.kl_div``, ``scipy.stats.entropy``, ...) or a library loss."""
+    used = sorted(name for name in names_used(func) & set(_DIVERGENCES) if not _own(func, name))
+
+    @wraps_answer(func)
+    def checked(*args: object) -> object:
+        got = func(*args)
+        if used:
+            raise RuleBroken(_DIVERGENCE_RULE.format(name=used[0]))
+        return got
+
+    return checked
+
+
 @exercise("extend")
 def check_kl_from_logits(func: Callable) -> CheckResult:
     """``func(teacher, student)``: KL(softmax(teacher) || softmax(student)) along the last axis,
     one value per row, from logits; stable near +-1000; a -inf teacher logit (p_i = 0) adds
-    nothing, a -inf student logit where p_i > 0 gives inf."""
+    nothing, a -inf student logit where p_i > 0 gives inf; a library divergence or loss
+    (``F.kl_div``, ``scipy.stats.entropy``) is refused."""
     rng = np.random.default_rng(63)
     cases = [
         Case((np.log(np.array([0.7, 0.3])), np.log(np.array([0.6, 0.4]))),
@@ -211,5 +254,5 @@ def check_kl_from_logits(func: Callable) -> CheckResult:
         Case((np.array([0.5, 0.0, 1.0]), np.array([0.0, 0.5, -np.inf])),
              "a student logit of -inf where the teacher has p_i > 0: inf"),
     ]
-    return check_function(func, cases=cases, reference=_kl_from_logits, name="kl_from_logits",
-                          rtol=1e-9, atol=1e-12)
+    return check_function(_no_library_divergence(func), cases=cases, reference=_kl_from_logits,
+                          name="kl_from_logits", rtol=1e-9, atol=1e-12)

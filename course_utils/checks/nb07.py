@@ -79,7 +79,9 @@ def check_best_step(func: Callable[[float, float, float], float]) -> CheckResult
     """``func(fx, f3x, eps)``: the step s that minimises section 3's error model of the central
     difference, E(s) = s²/6 · |f'''(x)| + ε·|f(x)|/s, which is s = (3ε|f(x)| / |f'''(x)|)^(1/3);
     SciPy's minimisers and root finders raise :class:`RuleBroken` while ``func`` runs, and so
-    does a hand-written search (more than a dozen lines of the learner's code run per call)."""
+    does a hand-written search (more than a dozen lines of the learner's code run per call); a
+    case of NumPy arrays wants one step per entry, which a vectorised grid search's argmin does
+    not give."""
     @wraps_answer(func)
     def answer(fx: float, f3x: float, eps: float) -> Any:
         with _forbidden_search(func):
@@ -97,6 +99,10 @@ def check_best_step(func: Callable[[float, float, float], float]) -> CheckResult
         Case((float(np.sin(4.0)), float(-np.cos(4.0)), eps64), "sin at 4: f(x) is negative"),
         Case((8.0, 6.0, eps64), "x^3 at 2"),
         Case((e, e, eps32), "e^x at 1 in float32: a much larger step"),
+        Case((np.array([e, 10.0, 8.0]), np.array([e, -60_000.0, 6.0]),
+              np.array([eps64, eps64, eps32])),
+             "three functions at once, as NumPy arrays: one step per entry (a formula of NumPy "
+             "operations broadcasts; a search picks one point)"),
     ]
     return check_function(answer, cases=cases, reference=_best_step, name="best_step", rtol=1e-9)
 

@@ -26,10 +26,19 @@ def _sigmoid_value_and_grad(x: float) -> tuple[float, float]:
     return s, s * (1 - s)
 
 
+_ONE_NODE_RULE = (
+    "the rule is one new node whose only parent is v, with the local derivative you derived: the "
+    "node returned has {parents}; a chain of the engine's operations lets their backward pass "
+    "find the derivative for you. Compute s as a number and return Value(s, (v,), (your "
+    "derivative written with s,), \"sigmoid\")"
+)
+
+
 @exercise("extend")
 def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
-    """``func(v)`` must return a Value node for 1 / (1 + e^-v) whose backward gives s (1 - s),
-    without overflow at v = ±800."""
+    """``func(v)`` must return one new Value node for 1 / (1 + e^-v), whose only parent is v and
+    whose local derivative is s (1 - s) (a chain of the engine's operations is refused with
+    :class:`RuleBroken`), without overflow at v = ±800."""
 
     @wraps_answer(func)
     def value_and_grad(x: float) -> tuple[float, float]:
@@ -37,6 +46,12 @@ def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
         out = func(v)
         if not isinstance(out, Value):
             raise TypeError(f"sigmoid must return a Value, got {type(out).__name__}")
+        parents = tuple(out.parents)
+        if out is v or len(parents) != 1 or parents[0] is not v:
+            found = ("no parents" if not parents else
+                     f"{len(parents)} parents" if len(parents) > 1 else
+                     "one parent that is not v")
+            raise RuleBroken(_ONE_NODE_RULE.format(parents="v itself" if out is v else found))
         out.backward()
         return out.data, v.grad
 
@@ -46,7 +61,8 @@ def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
         Case((-3.0,), "x = -3"),
         Case((30.0,), "x = 30: saturated, slope almost 0"),
         Case((800.0,), "x = 800: exactly 1, slope 0"),
-        Case((-800.0,), "x = -800: e^800 overflows, so use e^x / (1 + e^x) for x < 0"),
+        Case((-800.0,), "x = -800: e^800 overflows a float; for x < 0 write the fraction with "
+                        "e^x alone"),
     ]
     return check_function(value_and_grad, cases=cases, reference=_sigmoid_value_and_grad,
                           name="sigmoid", names=("sigmoid(x)", "d sigmoid / dx"))
@@ -177,7 +193,7 @@ _LOOP_RULE = (
 )
 _SIMULATION_RULE = (
     "the rule is a formula, not a simulation: at t = {t} it gave the sizes of steps {steps}, as a "
-    "loop over range(int(t)) does; a formula in t has a value between two steps"
+    "loop over range({rounding}(t)) does; a formula in t has a value between two steps"
 )
 
 
@@ -189,8 +205,8 @@ def _uncorrected_formula(t: np.ndarray, lr: float, beta1: float, beta2: float) -
 def check_uncorrected_step(func: Callable[..., np.ndarray]) -> CheckResult:
     """``func(t, lr, beta1, beta2)``: the size of Adam's step t without bias correction, for a
     constant gradient and eps = 0, lr (1 - beta1^t) / sqrt(1 - beta2^t); t is an array of steps,
-    a TypeError on it means a loop, and at a t between two steps the size of the earlier step
-    means a simulation (both :class:`RuleBroken`)."""
+    a TypeError on it means a loop, and at a t between two steps the size of the step before or
+    after it means a simulation (both :class:`RuleBroken`)."""
 
     @wraps_answer(func)
     def sizes(t: np.ndarray, lr: float, beta1: float, beta2: float) -> object:
@@ -199,16 +215,18 @@ def check_uncorrected_step(func: Callable[..., np.ndarray]) -> CheckResult:
         except TypeError as error:
             raise RuleBroken(_LOOP_RULE.format(t=np.asarray(t).tolist(),
                                                error=f"TypeError: {error}")) from None
-        steps = np.floor(np.asarray(t, dtype=np.float64))
-        if np.any(steps != t):                 # between two steps: only a formula has a value
-            by_steps = _uncorrected_by_recurrence(steps, lr, beta1, beta2)
-            try:
-                simulated = np.allclose(np.asarray(got, dtype=np.float64), by_steps, rtol=1e-9)
-            except (TypeError, ValueError):
-                simulated = False
-            if simulated:
-                raise RuleBroken(_SIMULATION_RULE.format(t=np.asarray(t).tolist(),
-                                                         steps=steps.astype(int).tolist()))
+        times = np.asarray(t, dtype=np.float64)
+        if np.any(np.floor(times) != times):   # between two steps: only a formula has a value
+            for rounding, steps in (("int", np.floor(times)), ("ceil", np.ceil(times))):
+                by_steps = _uncorrected_by_recurrence(steps, lr, beta1, beta2)
+                try:
+                    simulated = np.allclose(np.asarray(got, dtype=np.float64), by_steps,
+                                            rtol=1e-9)
+                except (TypeError, ValueError):
+                    simulated = False
+                if simulated:
+                    raise RuleBroken(_SIMULATION_RULE.format(
+                        t=times.tolist(), steps=steps.astype(int).tolist(), rounding=rounding))
         return got
 
     cases = [

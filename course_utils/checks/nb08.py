@@ -29,15 +29,15 @@ def _sigmoid_value_and_grad(x: float) -> tuple[float, float]:
 _ONE_NODE_RULE = (
     "the rule is one new node whose only parent is v, with the local derivative you derived: the "
     "node returned has {parents}; a chain of the engine's operations lets their backward pass "
-    "find the derivative for you. Compute s as a number and return Value(s, (v,), (your "
-    "derivative written with s,), \"sigmoid\")"
+    "find the derivative for you. Compute o as a number and return Value(o, (v,), (your "
+    "derivative written with o,), \"sigmoid\")"
 )
 
 
 @exercise("extend")
 def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
     """``func(v)`` must return one new Value node for 1 / (1 + e^-v), whose only parent is v and
-    whose local derivative is s (1 - s) (a chain of the engine's operations is refused with
+    whose local derivative is o (1 - o) (a chain of the engine's operations is refused with
     :class:`RuleBroken`), without overflow at v = ±800."""
 
     @wraps_answer(func)

@@ -53,12 +53,12 @@ def top_p_keep_first_only(logits, temperature, top_p):  # the NaN fixed, the off
     return out / out.sum()
 
 
-def gqa(q, k, v):
+def gqa(q, k, v):  # the group folded into the query axis: (G·N) queries per K/V head
     b, h_q, length, d = q.shape
     h_kv = k.shape[1]
-    grouped = q.view(b, h_kv, h_q // h_kv, length, d)           # (B, H_kv, g, L, d)
-    scores = grouped @ k[:, :, None].transpose(-1, -2) / math.sqrt(d)
-    return (torch.softmax(scores, dim=-1) @ v[:, :, None]).reshape(b, h_q, length, d)
+    folded = q.reshape(b, h_kv, h_q // h_kv * length, d)        # (B, H_kv, G·N, d)
+    scores = folded @ k.transpose(-1, -2) / math.sqrt(d)
+    return (torch.softmax(scores, dim=-1) @ v).reshape(b, h_q, length, d)
 
 
 def gqa_einsum(q, k, v):
@@ -66,6 +66,33 @@ def gqa_einsum(q, k, v):
     grouped = q.unflatten(1, (k.shape[1], -1))
     scores = torch.einsum("bhgqd,bhkd->bhgqk", grouped, k) / math.sqrt(d)
     return torch.einsum("bhgqk,bhkd->bhgqd", scores.softmax(-1), v).flatten(1, 2)
+
+
+def gqa_broadcast_matmul(q, k, v):  # `@` against k[:, :, None]: PyTorch expands k and copies it
+    b, h_q, length, d = q.shape
+    h_kv = k.shape[1]
+    grouped = q.view(b, h_kv, h_q // h_kv, length, d)           # (B, H_kv, g, L, d)
+    scores = grouped @ k[:, :, None].transpose(-1, -2) / math.sqrt(d)
+    return (torch.softmax(scores, dim=-1) @ v[:, :, None]).reshape(b, h_q, length, d)
+
+
+def gqa_sdpa(q, k, v):
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+
+def gqa_times_ones(q, k, v):  # broadcasting against ones writes G copies
+    g = q.shape[1] // k.shape[1]
+    ones = torch.ones(1, 1, g, 1, 1, dtype=k.dtype)
+    return _repeated_attention(q, (k[:, :, None] * ones).flatten(1, 2),
+                               (v[:, :, None] * ones).flatten(1, 2))
+
+
+def gqa_broadcast_tensors(q, k, v):
+    b, h_q, length, d = q.shape
+    grouped = q.view(b, k.shape[1], -1, length, d)
+    k5, _ = torch.broadcast_tensors(k[:, :, None], grouped)
+    v5, _ = torch.broadcast_tensors(v[:, :, None], grouped)
+    return _repeated_attention(q, k5.flatten(1, 2), v5.flatten(1, 2))
 
 
 def gqa_repeat(q, k, v):
@@ -83,16 +110,16 @@ def gqa_index(q, k, v):
 def gqa_interleaved_groups(q, k, v):  # heads grouped 0, 1, 0, 1: a view, but the wrong one
     b, h_q, length, d = q.shape
     grouped = q.view(b, h_q // k.shape[1], k.shape[1], length, d).transpose(1, 2)
-    scores = grouped @ k[:, :, None].transpose(-1, -2) / math.sqrt(d)
-    out = torch.softmax(scores, dim=-1) @ v[:, :, None]
+    scores = torch.einsum("bhgqd,bhkd->bhgqk", grouped, k) / math.sqrt(d)
+    out = torch.einsum("bhgqk,bhkd->bhgqd", scores.softmax(-1), v)
     return out.transpose(1, 2).reshape(b, h_q, length, d)
 
 
 def gqa_unscaled(q, k, v):
     b, h_q, length, d = q.shape
-    grouped = q.view(b, k.shape[1], -1, length, d)
-    scores = grouped @ k[:, :, None].transpose(-1, -2)
-    return (torch.softmax(scores, dim=-1) @ v[:, :, None]).reshape(b, h_q, length, d)
+    folded = q.reshape(b, k.shape[1], -1, d)
+    scores = folded @ k.transpose(-1, -2)
+    return (torch.softmax(scores, dim=-1) @ v).reshape(b, h_q, length, d)
 
 
 def top_p_before_at_most(logits, temperature, top_p):  # `<=` keeps a token that only ties
@@ -127,9 +154,13 @@ def gqa_copy_then_repeat(q, k, v):  # k + 0 is a new tensor, then repeated
 
 
 ROWS = [
-    *right(nb15.check_kv_cache_70b, exact=52070, as_float=52070.1, rounded=52000),
+    *right(nb15.check_kv_cache_70b, exact=52070, as_float=52070.0),
     *wrong(
         nb15.check_kv_cache_70b,
+        rounded_up=(52071, "52071 is too high: that rounds up: the last token would not fit"),
+        not_whole=(52070.2, "that is not a whole number of tokens"),
+        rounded=(51600, "51600 is too low: count the bytes the weights leave"),
+        round_thousands=(52000, "52000 is too low"),
         without_weights=(65536, "65536 is too high: that is what 640 GiB holds with no weights"),
         query_heads=(6508, "6508 is too low: that counts the 64 query heads"),
         one_conversation=(1666243, "the memory is shared by 32"),
@@ -158,7 +189,7 @@ ROWS = [
                         "below, so it goes: values differ"),
         keep_first_only=(top_p_keep_first_only, "the 0.15 that crosses 0.8 stays: values differ"),
     ),
-    *right(nb15.check_gqa_attention, worked=gqa, einsum=gqa_einsum),
+    *right(nb15.check_gqa_attention, worked=gqa_einsum, folded=gqa),
     *wrong(
         nb15.check_gqa_attention,
         repeat_interleave=(gqa_repeat, "it calls `repeat_interleave` on k or v: the rule is no "
@@ -172,6 +203,12 @@ ROWS = [
         unscaled=(gqa_unscaled, "values differ"),
         detach_then_repeat=(gqa_detach_then_repeat, "it calls `repeat_interleave` on k or v"),
         copy_then_repeat=(gqa_copy_then_repeat, "it calls `repeat_interleave` on k or v"),
+        broadcast_matmul=(gqa_broadcast_matmul, "`@` expands the axis of length 1 and copies k "
+                          "or v G times inside PyTorch"),
+        library_gqa=(gqa_sdpa, "it calls `scaled_dot_product_attention` on k or v"),
+        times_ones=(gqa_times_ones, "broadcasting the K/V heads against a group axis writes "
+                    "them out G times"),
+        broadcast_tensors=(gqa_broadcast_tensors, "it calls `broadcast_tensors` on k or v"),
     ),
 ]
 

@@ -43,21 +43,30 @@ def check_kv_cache_70b(answer: Any) -> CheckResult:
         f"{weights / 2**30:.1f} GiB of the 640 GiB, leaving {left / 2**30:.1f} GiB: "
         f"{left / 2**30:.1f} GiB / ({_USERS} × 320 KiB) = {left / (_USERS * per_token):,.1f}, "
         f"so {expected:,} whole tokens each.")
+    # a learner rounds down each wrong route too, so each mistake is its whole number of tokens
     mistakes = {
-        _N_GPUS * _GPU_GIB * 2**30 / (_USERS * per_token):
+        expected + 1: "that rounds up: the last token would not fit.",
+        math.floor(_N_GPUS * _GPU_GIB * 2**30 / (_USERS * per_token)):
             "that is what 640 GiB holds with no weights: subtract the weights first.",
-        left / (_USERS * 8 * per_token):
+        math.floor(left / (_USERS * 8 * per_token)):
             "that counts the 64 query heads; only the 8 K/V heads have keys and values to cache.",
-        left / per_token: "that is the context of one conversation; the memory is shared by 32.",
-        left / (_USERS * per_token / 2):
+        math.floor(left / per_token):
+            "that is the context of one conversation; the memory is shared by 32.",
+        math.floor(left / (_USERS * per_token / 2)):
             "that caches one of the two (keys or values); each token stores a key and a value.",
-        (_N_GPUS * _GPU_GIB - weights / 1e9) * 2**30 / (_USERS * per_token):
+        math.floor((_N_GPUS * _GPU_GIB - weights / 1e9) * 2**30 / (_USERS * per_token)):
             "that reads the weights' 141.2·10⁹ bytes as 141.2 GiB; a GiB is 2³⁰ bytes, not 10⁹.",
     }
+    atol = 0.5  # whole tokens: the answer itself, not a number near it
+    if (isinstance(answer, (float, np.floating)) and math.isfinite(answer)
+            and not float(answer).is_integer()):
+        mistakes = {float(answer): "that is not a whole number of tokens: a token is cached "
+                                   "whole or not at all, so round down.", **mistakes}
+        atol = 0.0
     return check_number(answer, expected, name="kv_cache_70b",
                         label=f"longest context (tokens) for {_USERS} conversations beside Llama "
                               "3.1 70B's weights on 8 × 80 GiB, bfloat16",
-                        explanation=explanation, rtol=0.01, mistakes=mistakes,
+                        explanation=explanation, rtol=0.0, atol=atol, mistakes=mistakes,
                         hint="count the bytes the weights leave, then divide by the bytes one "
                              f"token takes in all {_USERS} caches (section 5's formula).")
 
@@ -164,7 +173,14 @@ def check_top_p(func: Callable) -> CheckResult:
 
 _COPIES = {"repeat_interleave", "repeat", "expand", "expand_as", "broadcast_to", "tile", "cat",
            "concat", "concatenate", "stack", "hstack", "vstack", "index_select", "gather",
-           "clone", "softmax_attention", "__deepcopy__", "numpy", "tolist"}
+           "clone", "softmax_attention", "scaled_dot_product_attention", "broadcast_tensors",
+           "__deepcopy__", "numpy", "tolist"}
+# products that contract k or v with q: their result may be larger than k without copying k
+_CONTRACTIONS = {"einsum", "matmul", "__matmul__", "__rmatmul__", "bmm", "mm", "tensordot"}
+_MATMULS = {"matmul", "__matmul__", "__rmatmul__"}
+_HOW = ("Give the queries a group axis and contract it with torch.einsum, a letter for the "
+        "group (\"bhgic,bhjc->bhgij\"), or fold the group into the query axis, "
+        "q.reshape(B, H_kv, G * N, d) @ k.transpose(-1, -2)")
 _VIEWS = {"__getitem__", "__get__", "transpose", "swapaxes", "unsqueeze", "squeeze", "permute",
           "view", "reshape", "flatten", "contiguous", "movedim", "select", "narrow"}
 
@@ -177,22 +193,47 @@ class _SharedHeads(torch.Tensor):
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", str(func))
         if name in _COPIES:
-            raise RuleBroken(
-                f"it calls `{name}` on k or v: the rule is no copy of the K/V heads. Give the "
-                "queries a group axis instead, q.view(B, H_kv, G, N, d), and let k and v "
-                "broadcast over it with k[:, :, None]")
+            raise RuleBroken(f"it calls `{name}` on k or v: the rule is no copy of the K/V "
+                             f"heads. {_HOW}")
         if name == "__getitem__" and len(args) > 1:
             index = args[1] if isinstance(args[1], tuple) else (args[1],)
             if any(isinstance(i, (list, torch.Tensor, np.ndarray)) for i in index):
                 raise RuleBroken("it picks heads of k or v by a list of indices, which copies "
-                                 "them: the rule is no copy of the K/V heads; give the queries a "
-                                 "group axis and let k and v broadcast")
+                                 f"them: the rule is no copy of the K/V heads. {_HOW}")
+        shared = [t for t in _tensors(args, kwargs) if isinstance(t, _SharedHeads)]
+        if name in _MATMULS and len(args) == 2:
+            _refuse_broadcast_matmul(*args)
         result = super().__torch_function__(func, types, args, kwargs or {})
+        if (name not in _CONTRACTIONS and isinstance(result, torch.Tensor)
+                and result.numel() > max((t.numel() for t in shared), default=result.numel())):
+            raise RuleBroken(
+                f"`{name}` spreads k or v over {tuple(result.shape)}, more numbers than k or v "
+                "hold: broadcasting the K/V heads against a group axis writes them out G times. "
+                f"{_HOW}")
         if name in _VIEWS or not isinstance(result, torch.Tensor):
             return result  # a view of k or v stays watched
         if all(isinstance(t, _SharedHeads) for t in _tensors(args, kwargs)):
             return result  # k + 0, k.detach(), k.float(): still k's heads, still watched
         return result.as_subclass(torch.Tensor)  # a product with q is an ordinary tensor
+
+
+def _refuse_broadcast_matmul(a: Any, b: Any) -> None:
+    """``a @ b`` with k or v of length 1 on a batch axis where the other operand is longer: PyTorch
+    expands k or v to the other's batch shape and copies it before the product."""
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return
+    for mine, other in ((a, b), (b, a)):
+        if not isinstance(mine, _SharedHeads) or mine.dim() < 3:
+            continue
+        batch, other_batch = mine.shape[:-2], other.shape[:-2]
+        pad = max(len(other_batch) - len(batch), 0)
+        padded = (1,) * pad + tuple(batch)
+        for axis, size in enumerate(other_batch[::-1]):
+            if padded[::-1][axis] == 1 and size > 1:
+                raise RuleBroken(
+                    f"it multiplies k or v of batch shape {tuple(batch)} with `@` against "
+                    f"{tuple(other_batch)}: `@` expands the axis of length 1 and copies k or v "
+                    f"G times inside PyTorch. {_HOW}")
 
 
 def _tensors(*values: Any) -> list[torch.Tensor]:

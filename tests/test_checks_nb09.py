@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import torch
 from checker_table import right, table_test, wrong
 
 from course_utils import positional
@@ -31,6 +32,16 @@ def sinusoidal_by_positions(n_positions, d_model):
         pe[pos, 0::2] = np.sin(pos * omega)
         pe[pos, 1::2] = np.cos(pos * omega)
     return pe
+
+
+def sinusoidal_by_map(n_positions, d_model):
+    """The angles one position at a time through map: no line of the learner's runs per
+    position, but map is a Python loop all the same."""
+    if d_model % 2:
+        raise ValueError("odd d_model")
+    omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
+    angles = np.concatenate(list(map(np.outer, range(n_positions), [omega] * n_positions)))
+    return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(n_positions, d_model)
 
 
 def pe_dot(k, d_model):
@@ -65,6 +76,42 @@ def pe_dot_own_encodings_math(k, d_model, p=7.3):
     return np.array([sum(math.sin(p * w) * math.sin((p + o) * w)
                          + math.cos(p * w) * math.cos((p + o) * w) for w in omega)
                      for o in np.ravel(k)])
+
+
+def pe_dot_tensor_sin(k, d_model, p=300.0):
+    """The encodings built with a tensor's .sin() and .cos() methods, then dotted."""
+    omega = torch.from_numpy(positional.angular_frequencies(d_model))
+    here = p * omega
+    there = (p + torch.as_tensor(np.asarray(k), dtype=torch.float64))[:, None] * omega
+    return (here.sin() * there.sin() + here.cos() * there.cos()).sum(-1).numpy()
+
+
+def pe_dot_umath_sin(k, d_model, p=300.0):
+    """The encodings built with NumPy's sine under another name, np.core.umath.sin."""
+    sine = np.core.umath.sin
+    omega = positional.angular_frequencies(d_model)
+    there = (p + np.asarray(k, dtype=np.float64))[:, None] * omega
+    return (sine(p * omega) * sine(there) + np.cos(p * omega) * np.cos(there)).sum(-1)
+
+
+def pe_dot_shifted_cosine(k, d_model, p=300.0):
+    """The encodings built from cosines alone, the sines as cos(x - π/2), then dotted."""
+    omega = positional.angular_frequencies(d_model)
+    there = (p + np.asarray(k, dtype=np.float64))[:, None] * omega
+    return (np.cos(p * omega - np.pi / 2) * np.cos(there - np.pi / 2)
+            + np.cos(p * omega) * np.cos(there)).sum(-1)
+
+
+def pe_dot_with_pi(k, d_model):
+    """Right: the frequencies written with pi nowhere near a sine, cos(k·ω) reduced modulo 2π."""
+    omega = positional.angular_frequencies(d_model)
+    return np.cos(np.mod(np.asarray(k, dtype=np.float64)[:, None] * omega, 2 * np.pi)).sum(-1)
+
+
+def pe_dot_torch(k, d_model):
+    """Right: the formula in torch, with a tensor's .cos()."""
+    omega = torch.from_numpy(positional.angular_frequencies(d_model))
+    return (torch.as_tensor(np.asarray(k), dtype=torch.float64)[:, None] * omega).cos().sum(-1)
 
 
 def pe_dot_own_table(k, d_model):
@@ -104,26 +151,35 @@ ROWS = [
         loops_over_positions=(sinusoidal_by_positions,
                               "1000 positions, d_model = 16: interleaved, and no loop over "
                               "positions: it loops over the positions"),
+        map_over_positions=(sinusoidal_by_map, "it uses map, which runs a Python loop over its "
+                            "items (here the positions)"),
         float32=(lambda n, d: sinusoidal(n, d).astype(np.float32),
                  "dtype: expected float64, got float32"),
     ),
-    *right(nb09.check_pe_dot, worked=pe_dot, by_hand=pe_dot_by_hand),
+    *right(nb09.check_pe_dot, worked=pe_dot, by_hand=pe_dot_by_hand, with_pi=pe_dot_with_pi,
+           in_torch=lambda k, d: pe_dot_torch(k, d).numpy()),
     *wrong(
         nb09.check_pe_dot,
         sines_only=(lambda k, d: np.sin(np.asarray(k)[:, None]
                                         * positional.angular_frequencies(d)).sum(1),
                     "k = 0: every pair gives 1, so d_model / 2 = 4: the rule is a formula in k and "
-                    "the ω_i: np.sin was called"),
+                    "the ω_i: your code uses sin"),
         all_columns=(lambda k, d: 2 * pe_dot(k, d), "expected [4.], got [8.]"),
         wrong_frequencies=(lambda k, d: np.cos(np.asarray(k)[:, None]
                                                * 10000.0 ** (-np.arange(d // 2) / d)).sum(1),
                            "k = ±10, d_model = 128: symmetric in k: values differ"),
-        measured=(pe_dot_by_table, "the rule is a formula in k: positional.sinusoidal_encoding "
-                                   "was called"),
-        own_table=(pe_dot_own_table, "np.sin was called, which computes the encodings"),
+        measured=(pe_dot_by_table, "your code uses sinusoidal_encoding, which computes the "
+                                   "encodings"),
+        own_table=(pe_dot_own_table, "your code uses sin, a sine, which only the encodings"),
         own_encodings_at_7_3=(pe_dot_own_encodings, "the rule is a formula in k and the ω_i: "
-                              "np.sin was called"),
-        own_encodings_math=(pe_dot_own_encodings_math, "math.sin was called"),
+                              "your code uses sin"),
+        own_encodings_math=(pe_dot_own_encodings_math, "your code uses sin"),
+        tensor_sin_method=(pe_dot_tensor_sin, "your code uses sin, a sine"),
+        umath_sin=(pe_dot_umath_sin, "your code uses sin, a sine"),
+        rotation_trace=(lambda k, d: np.array([np.trace(positional.relative_position_matrix(
+            int(o), d)) / 2 for o in np.ravel(k)]), "your code uses relative_position_matrix"),
+        shifted_cosine=(pe_dot_shifted_cosine, "a shifted cosine is a sine (cos(x - π/2) = sin x) "
+                        "and the rule counts it as one"),
     ),
     *right(nb09.check_add_positions, worked=add_positions,
            explicit_broadcast=lambda X: X + positional.sinusoidal_encoding(

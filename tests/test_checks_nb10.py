@@ -3,6 +3,7 @@
 import math
 
 import torch
+import torch.nn.functional as F
 from checker_table import right, table_test, wrong
 
 from course_utils import attention
@@ -22,7 +23,9 @@ def causal_attention(q, k, v, keep_future=False, zero_empty=True, shift=1, fill=
 def top_left(q, k, v):
     lq, lk = q.shape[-2], k.shape[-2]
     keep = torch.ones(lq, lk, dtype=torch.bool).tril()
-    return attention.softmax_attention(q, k, v, mask=keep)
+    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
+    weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
+    return weights @ v, weights
 
 
 def output_only(q, k, v):
@@ -52,9 +55,50 @@ def padded_causal_by_course(q, k, v, lengths):
     return attention.softmax_attention(q, k, v, mask=keep, causal=True)
 
 
+def causal_by_torch(q, k, v):
+    """F.scaled_dot_product_attention with a mask from tril, as section 7 compared them."""
+    lq, lk = q.shape[-2], k.shape[-2]
+    keep = torch.ones(lq, lk, dtype=torch.bool).tril(diagonal=lk - lq)
+    out = torch.nan_to_num(F.scaled_dot_product_attention(q, k, v, attn_mask=keep), nan=0.0)
+    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
+    return out, torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
+
+
+def causal_by_course_mask(q, k, v):
+    keep = attention.causal_mask(q.shape[-2], k.shape[-2])
+    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
+    weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
+    return weights @ v, weights
+
+
+def padded_causal_by_torch(q, k, v, lengths):
+    n = q.shape[-2]
+    real = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
+    keep = real[:, None, :] & torch.ones(n, n, dtype=torch.bool).tril()
+    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
+    weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
+    out = torch.nan_to_num(F.scaled_dot_product_attention(q, k, v, attn_mask=keep), nan=0.0)
+    return out, weights
+
+
+# The learner's code in a module of its own, as a notebook's __main__ is.
+_LEARNER = {"__name__": "learner", "math": math, "torch": torch}
+exec("""
+def causal_mask(n_q, n_k):  # the learner's own helper, named like the course's: allowed
+    return torch.ones(n_q, n_k, dtype=torch.bool).tril(diagonal=n_k - n_q)
+
+
+def causal_with_own_helper(q, k, v):
+    keep = causal_mask(q.shape[-2], k.shape[-2])
+    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
+    weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
+    return weights @ v, weights
+""", _LEARNER)
+
+
 ROWS = [
     *right(nb10.check_saturated_weight, worked=3.4e-4, exact=1 / (1 + math.exp(8)),
-           approx=math.exp(-8)),
+           approx=math.exp(-8), one_figure=3e-4),
     *wrong(
         nb10.check_saturated_weight,
         scaled=(1 / (1 + math.e), "the weight with the scaling (a gap of 1)"),
@@ -64,10 +108,13 @@ ROWS = [
         text=("3.4e-4", "expected a number, got str"),
     ),
     *right(nb10.check_causal_attention, worked=causal_attention,
-           course_utils=lambda q, k, v: attention.softmax_attention(q, k, v,
-                                                                               causal=True)),
+           own_helper_named_causal_mask=_LEARNER["causal_with_own_helper"]),
     *wrong(
         nb10.check_causal_attention,
+        course_utils=(lambda q, k, v: attention.softmax_attention(q, k, v, causal=True),
+                      "your code uses attention.softmax_attention, which builds the mask"),
+        course_mask=(causal_by_course_mask, "your code uses attention.causal_mask"),
+        torch_sdpa=(causal_by_torch, "your code uses F.scaled_dot_product_attention"),
         the_bug=(lambda q, k, v: causal_attention(q, k, v, keep_future=True),
                  "the map still looks into the future"),
         one_ahead=(lambda q, k, v: causal_attention(q, k, v, shift=2),
@@ -80,10 +127,11 @@ ROWS = [
                    "their rows must be 0: output: values differ"),
         output_only=(output_only, "expected a tuple of 2 items (output, weights)"),
     ),
-    *right(nb10.check_padded_causal_attention, worked=padded_causal,
-           course_utils=padded_causal_by_course),
+    *right(nb10.check_padded_causal_attention, worked=padded_causal),
     *wrong(
         nb10.check_padded_causal_attention,
+        course_utils=(padded_causal_by_course, "your code uses attention.padding_mask"),
+        torch_sdpa=(padded_causal_by_torch, "your code uses F.scaled_dot_product_attention"),
         causal_only=(lambda q, k, v, n: padded_causal(q, k, v, n, padding=False),
                      "keys 2 and 3 are padding: output: values differ"),
         padding_only=(lambda q, k, v, n: padded_causal(q, k, v, n, causal=False),

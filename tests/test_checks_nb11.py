@@ -3,6 +3,7 @@
 import math
 
 import torch
+import torch.nn.functional as F
 from checker_table import right, table_test, wrong
 from torch import nn
 
@@ -34,6 +35,36 @@ def multi_head_attention_by_course(x, w_q, w_k, w_v, w_o, n_heads):
     return attention.merge_heads(attention.softmax_attention(q, k, v)[0]) @ w_o
 
 
+def multi_head_attention_course_softmax(x, w_q, w_k, w_v, w_o, n_heads):
+    """The split and merge by hand, each head's attention by the course's softmax_attention."""
+    b, n, d_model = x.shape
+    q, k, v = (split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
+    z, _ = attention.softmax_attention(q, k, v)
+    return z.transpose(1, 2).reshape(b, n, d_model) @ w_o
+
+
+def multi_head_attention_by_torch(x, w_q, w_k, w_v, w_o, n_heads):
+    """The split by hand, each head's attention by F.scaled_dot_product_attention."""
+    b, n, d_model = x.shape
+    q, k, v = (split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
+    z = F.scaled_dot_product_attention(q, k, v)
+    return z.transpose(1, 2).reshape(b, n, d_model) @ w_o
+
+
+def test_compare_with_heads_loop(capsys):
+    """The helper of the exercise's cell: the buggy code agrees with one head only."""
+    def buggy(x, w_q, w_k, w_v, w_o, n_heads):
+        return multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, scale_by_d_model=True,
+                                    transpose=False)
+
+    nb11.compare_with_heads_loop(buggy)
+    nb11.compare_with_heads_loop(multi_head_attention, heads=(1, 2, 4))
+    assert capsys.readouterr().out.splitlines() == [
+        "n_heads = 1: equal to the per-head computation: True",
+        "n_heads = 2: equal to the per-head computation: False",
+        *(f"n_heads = {h}: equal to the per-head computation: True" for h in (1, 2, 4))]
+
+
 def attention_parameters(d_model, n_heads, d_head, bias=True, q_bias=None, out_bias=None,
                          out_in=None):
     width = n_heads * d_head
@@ -51,10 +82,15 @@ def attention_parameters_by_torch(d_model, n_heads, d_head, bias=True):
 
 
 ROWS = [
-    *right(nb11.check_multi_head_attention, worked=multi_head_attention,
-           course_utils=multi_head_attention_by_course),
+    *right(nb11.check_multi_head_attention, worked=multi_head_attention),
     *wrong(
         nb11.check_multi_head_attention,
+        course_utils=(multi_head_attention_by_course, "your code uses attention.merge_heads, "
+                      "which does a step the exercise asks you to write"),
+        course_attention=(multi_head_attention_course_softmax, "your code uses "
+                          "attention.softmax_attention"),
+        torch_sdpa=(multi_head_attention_by_torch, "your code uses "
+                    "F.scaled_dot_product_attention"),
         the_given_code=(lambda *args: multi_head_attention(*args, scale_by_d_model=True,
                                                            transpose=False),
                         "without the transpose, so each 'head' mixes features of several "

@@ -4,6 +4,8 @@ formula in the offset, positions added to a batch, and the length of an input ro
 from __future__ import annotations
 
 import contextlib
+import importlib
+import inspect
 import math
 from collections.abc import Callable, Iterator
 
@@ -18,6 +20,7 @@ from course_utils.checks import (
     check_number,
     exercise,
     lines_run,
+    names_used,
     wraps_answer,
 )
 
@@ -47,15 +50,37 @@ _LIBRARY_RULE = ("{name} was called: the exercise is to build the table yourself
                  "np.cos and the angles pos * omega_i")
 
 
+def _library_names(func: Callable, names: set[str]) -> list[str]:
+    """Which of ``names`` ``func``'s code uses, leaving out a function of that name the learner
+    wrote next to ``func`` (a helper of theirs called ``sin`` is no library's)."""
+    inner = inspect.unwrap(func)
+    scope = getattr(inner, "__globals__", {})
+
+    def own(name: str) -> bool:
+        value = scope.get(name)
+        return inspect.isfunction(value) and value.__module__ == getattr(inner, "__module__", None)
+
+    return sorted(name for name in names_used(func) & names if not own(name))
+
+
+_HIDDEN_LOOPS = {"map", "starmap", "vectorize", "frompyfunc", "apply_along_axis"}
+_HIDDEN_LOOP_RULE = ("it uses {name}, which runs a Python loop over its items (here the "
+                     "positions) where the line count cannot see it: compute all the angles as "
+                     "one array, positions[:, None] * frequencies[None, :]")
+
+
 @exercise("constrain")
 def check_sinusoidal_encoding(func: Callable) -> CheckResult:
     """``func(n_positions, d_model)``: float64 (n_positions, d_model) with interleaved
     ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))`` and ``PE[pos, 2i+1] = cos(...)``, without a
-    Python loop over the positions and without calling ``positional.sinusoidal_encoding``;
-    ValueError for an odd d_model."""
+    Python loop over the positions (``map``, ``np.vectorize`` and the like included) and without
+    calling ``positional.sinusoidal_encoding``; ValueError for an odd d_model."""
+    hidden_loops = _library_names(func, _HIDDEN_LOOPS)
 
     @wraps_answer(func)
     def vectorized(n_positions, d_model):
+        if hidden_loops:
+            raise RuleBroken(_HIDDEN_LOOP_RULE.format(name=hidden_loops[0]))
         with _forbidden(_LIBRARY_RULE, "sinusoidal_encoding"):
             pe, lines = lines_run(func, n_positions, d_model)
         if lines > _LINE_BUDGET:
@@ -111,27 +136,111 @@ def _no_sine(rule: str) -> Iterator[None]:
 
 _TABLE_RULE = ("the rule is a formula in k: {name} was called, which measures the dot products "
                "instead of deriving them")
+_NAMED_RULE = ("the rule is a formula in k and the ω_i: your code uses {name}, {why}; the "
+               "derived formula needs neither a sine nor an encoding")
+_NAMED_WHY = {
+    "sin": "a sine, which only the encodings PE(p) and PE(p + k) themselves need (np.sin, "
+           "math.sin, a tensor's .sin() and every other spelling count)",
+    "sinusoidal_encoding": "which computes the encodings, so their dot product is the "
+                           "measurement of section 6 again",
+    "relative_position_matrix": "the rotation M_k of section 5, whose entries are the cosines "
+                                "and sines of k·ω_i: reading the answer off it skips the "
+                                "derivation",
+}
+
+
+def _shifted_angle(angles: object, k: np.ndarray, d_model: int) -> float | None:
+    """An angle among ``angles`` that is none of 0 and ±k_j·ω_i, modulo π (a cosine may be
+    negated, cos(x - π) = -cos x, but cos(x - π/2) is sin x); None if every one is."""
+    import torch
+
+    if isinstance(angles, torch.Tensor):
+        angles = angles.detach().cpu().numpy()
+    try:
+        x = np.abs(np.asarray(angles, dtype=np.float64).ravel())
+    except (TypeError, ValueError):
+        return None
+    allowed = np.outer(np.ravel(k).astype(np.float64), positional.angular_frequencies(d_model))
+    ref = np.sort(np.concatenate([allowed.ravel() % np.pi, -allowed.ravel() % np.pi, [0.0]]))
+    ref = np.concatenate([ref - np.pi, ref, ref + np.pi])        # the circle of angles mod π
+    reduced = x % np.pi
+    at = np.clip(np.searchsorted(ref, reduced), 1, len(ref) - 1)
+    gap = np.minimum(np.abs(reduced - ref[at - 1]), np.abs(ref[at] - reduced))
+    off = np.flatnonzero(~(gap <= 1e-6))
+    return float(x[off[0]]) if off.size else None
+
+
+_COSINE_RULE = ("the values are right, but a cosine was given the angle {angle:.6g}, which is none "
+                "of the k·ω_i: a shifted cosine is a sine (cos(x - π/2) = sin x) and the rule "
+                "counts it as one; the derived formula takes the cosine of k·ω_i itself")
+
+
+@contextlib.contextmanager
+def _plain_cosines(k: np.ndarray, d_model: int, foreign: list[float]) -> Iterator[None]:
+    """While inside, ``np.cos``, ``math.cos``, ``torch.cos`` and ``Tensor.cos`` append to
+    ``foreign`` each angle they are given that is not ±k_j·ω_i (modulo π)."""
+    import torch
+
+    umath = importlib.import_module("numpy._core.umath")  # np.core.umath.cos reads it from here
+    owners = [(np, "cos"), (umath, "cos"), (math, "cos"), (torch, "cos"), (torch.Tensor, "cos")]
+    saved = [getattr(owner, "cos") for owner, _ in owners]  # noqa: B009
+    own = ["cos" in vars(owner) for owner, _ in owners]
+
+    def watch(original: Callable) -> Callable:
+        def cos(x: object, *args: object, **kwargs: object) -> object:
+            angle = _shifted_angle(x, k, d_model)
+            if angle is not None:
+                foreign.append(angle)
+            return original(x, *args, **kwargs)
+        return cos
+
+    try:
+        for (owner, name), original in zip(owners, saved, strict=True):
+            setattr(owner, name, watch(original))
+        yield
+    finally:
+        for (owner, name), original, had in zip(owners, saved, own, strict=True):
+            if had:
+                setattr(owner, name, original)
+            else:  # Tensor.cos is inherited: remove the watch, the base class's is back
+                delattr(owner, name)
+
+
 _OFF_TABLE = np.array([2.5, -0.5, 100_000.0])  # offsets that no table of whole positions holds
 
 
 @exercise("derive")
 def check_pe_dot(func: Callable) -> CheckResult:
     """``func(k, d_model)``: PE(p)·PE(p + k) = sum_i cos(k ω_i) for an array of offsets, checked
-    against dot products measured at several p, and at real offsets no table holds;
-    ``positional.sinusoidal_encoding``, ``relative_position_matrix`` and a sine (``np.sin``,
-    ``math.sin``, ``torch.sin``: only the encodings need one) raise :class:`RuleBroken` while
-    ``func`` runs."""
+    against dot products measured at p = 300, and at real offsets no table holds. Code that names
+    ``sin``, ``sinusoidal_encoding`` or ``relative_position_matrix`` is refused; while ``func``
+    runs, those functions and a sine (``np.sin``, ``math.sin``, ``torch.sin``) raise
+    :class:`RuleBroken`; right values from a cosine given an angle other than ±k·ω_i (a shifted
+    cosine, cos(x - π/2), is a sine) are refused too."""
+    named = _library_names(func, set(_NAMED_WHY))
+
+    import torch
 
     @wraps_answer(func)
     def formula(k: np.ndarray, d_model: int) -> object:
+        foreign: list[float] = []
+        if named:
+            raise RuleBroken(_NAMED_RULE.format(name=named[0], why=_NAMED_WHY[named[0]]))
         with _forbidden(_TABLE_RULE, "sinusoidal_encoding", "relative_position_matrix"), \
-                _no_sine(_SINE_RULE):
+                _no_sine(_SINE_RULE), _plain_cosines(k, d_model, foreign):
             try:
-                return func(k, d_model)
+                got = func(k, d_model)
             except IndexError as error:
                 raise RuleBroken(f"it looked k up in a table ({error}): the rule asks for a "
                                  "formula in k, which holds at any offset, 2.5 or 100 000 "
                                  "included") from None
+        right = np.cos(np.outer(k, positional.angular_frequencies(d_model))).sum(-1)
+        values = got.detach().cpu().numpy() if isinstance(got, torch.Tensor) else got
+        with contextlib.suppress(TypeError, ValueError):
+            if foreign and np.allclose(np.asarray(values, dtype=np.float64), right, rtol=1e-9,
+                                       atol=1e-9):
+                raise RuleBroken(_COSINE_RULE.format(angle=foreign[0]))
+        return got
 
     for p in (0, 137):  # the measurement itself does not depend on p
         table = positional.sinusoidal_encoding(400, 16)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,7 @@ from course_utils.checks import (
     check_function,
     check_number,
     exercise,
+    names_used,
     randn,
     wraps_answer,
 )
@@ -77,11 +79,58 @@ def _named_mistakes(func: Callable) -> Callable:
     return wrapper
 
 
+def compare_with_heads_loop(func: Callable, heads: tuple[int, ...] = (1, 2)) -> None:
+    """Print, for each number of heads in ``heads``, whether ``func(x, w_q, w_k, w_v, w_o,
+    n_heads)`` equals the per-head computation of section 1 on random float64 inputs
+    (B = 2, N = 5, d_model = 8)."""
+    x = randn(2, 5, 8, seed=70)
+    w_q, w_k, w_v, w_o = (randn(8, 8, seed=71 + i, scale=8**-0.5) for i in range(4))
+    for n_heads in heads:
+        same = torch.allclose(func(x, w_q, w_k, w_v, w_o, n_heads),
+                              _mha(x, w_q, w_k, w_v, w_o, n_heads))
+        print(f"n_heads = {n_heads}: equal to the per-head computation: {same}")
+
+
+_LIBRARY = {
+    "split_heads": "attention.split_heads",
+    "merge_heads": "attention.merge_heads",
+    "softmax_attention": "attention.softmax_attention",
+    "scaled_dot_product_attention": "F.scaled_dot_product_attention",
+    "compare_with_heads_loop": "nb11.compare_with_heads_loop",
+}
+_LIBRARY_RULE = ("your code uses {name}, which does a step the exercise asks you to write: split "
+                 "the heads with reshape and transpose, compute each head's attention with its "
+                 "own scale, and merge the heads back, yourself")
+
+
+def _writes_own_heads(func: Callable, run: Callable) -> Callable:
+    """``run``, refused with :class:`RuleBroken` when ``func``'s code names one of the course's
+    head or attention functions (a helper of that name the learner wrote is theirs)."""
+    inner = inspect.unwrap(func)
+    scope = getattr(inner, "__globals__", {})
+
+    def own(name: str) -> bool:
+        value = scope.get(name)
+        return inspect.isfunction(value) and value.__module__ == getattr(inner, "__module__", None)
+
+    used = sorted(name for name in names_used(func) & set(_LIBRARY) if not own(name))
+
+    @wraps_answer(func)
+    def checked(*args: object) -> object:
+        if used:
+            raise RuleBroken(_LIBRARY_RULE.format(name=_LIBRARY[used[0]]))
+        return run(*args)
+
+    return checked
+
+
 @exercise("debug")
 def check_multi_head_attention(func: Callable) -> CheckResult:
     """``func(x, w_q, w_k, w_v, w_o, n_heads)``: multi-head self-attention without biases,
     ``concat(head_1, …, head_h) W^O`` with ``head_i = softmax(Q_i K_iᵀ / √d_k) V_i`` and
-    ``Q = x W^Q`` split into heads; x (B, N, d_model), every W (d_model, d_model)."""
+    ``Q = x W^Q`` split into heads; x (B, N, d_model), every W (d_model, d_model). Code that names
+    the course's ``split_heads``, ``merge_heads`` or ``softmax_attention`` (or
+    ``F.scaled_dot_product_attention``) is refused."""
     def weights(d: int, seed: int) -> tuple[torch.Tensor, ...]:
         return tuple(randn(d, d, seed=seed + i, scale=d**-0.5) for i in range(4))
 
@@ -91,7 +140,8 @@ def check_multi_head_attention(func: Callable) -> CheckResult:
         Case((randn(2, 4, 12, seed=40), *weights(12, 41), 3), "three heads, d_k = 4"),
         Case((randn(1, 6, 8, seed=50), *weights(8, 51), 8), "eight heads of d_k = 1"),
     ]
-    return check_function(_named_mistakes(func), cases=cases, reference=_mha,
+    return check_function(_writes_own_heads(func, _named_mistakes(func)), cases=cases,
+                          reference=_mha,
                           name="multi_head_attention", rtol=1e-9, atol=1e-12)
 
 

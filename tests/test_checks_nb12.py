@@ -31,12 +31,20 @@ def layer_norm_in_place(x, gamma, beta, eps=1e-5):
     return gamma * x / torch.sqrt((x**2).mean(dim=-1, keepdim=True) + eps) + beta
 
 
+def layer_norm_by_module(x, gamma, beta, eps=1e-5):
+    norm = torch.nn.LayerNorm(x.shape[-1], eps=eps, dtype=x.dtype)
+    with torch.no_grad():
+        norm.weight.copy_(gamma)
+        norm.bias.copy_(beta)
+    return norm(x).detach()
+
+
 def pre_ln_block(x, gamma, beta, w1, b1, w2, b2, dim=-1, add_normalized=False, post=False,
-                 correction=0):
+                 correction=0, eps=1e-5):
     def norm(t):
         mu = t.mean(dim, keepdim=True)
         var = t.var(dim, keepdim=True, correction=correction)
-        return gamma * (t - mu) / torch.sqrt(var + 1e-5) + beta
+        return gamma * (t - mu) / torch.sqrt(var + eps) + beta
 
     def ffn(t):
         return torch.relu(t @ w1 + b1) @ w2 + b2
@@ -57,10 +65,13 @@ def the_given_block(x, gamma, beta, w1, b1, w2, b2):
 
 
 ROWS = [
-    *right(nb12.check_layer_norm, worked=layer_norm,
-           torch=lambda x, gamma, beta, eps=1e-5: F.layer_norm(x, x.shape[-1:], gamma, beta, eps)),
+    *right(nb12.check_layer_norm, worked=layer_norm),
     *wrong(
         nb12.check_layer_norm,
+        functional=(lambda x, gamma, beta, eps=1e-5: F.layer_norm(x, x.shape[-1:], gamma, beta,
+                                                                 eps),
+                    "it calls F.layer_norm, PyTorch's own layer normalization"),
+        module=(layer_norm_by_module, "it calls nn.LayerNorm"),
         unbiased=(lambda *args, **kw: layer_norm(*args, **kw, correction=1),
                   "the variance divides by d_model - 1"),
         eps_outside=(lambda *args, **kw: layer_norm(*args, **kw, eps_place="outside"),
@@ -101,6 +112,8 @@ ROWS = [
                  "(2, 5, 8), d_ff = 32: there is no LayerNorm"),
         unbiased=(lambda *args: pre_ln_block(*args, correction=1),
                   "(2, 5, 8), d_ff = 32: the variance divides by d_model - 1 (the unbiased one"),
+        bert_eps=(lambda *args: pre_ln_block(*args, eps=1e-12),
+                  "(2, 5, 8), d_ff = 32: ε is too small (1e-12, or none at all)"),
     ),
 ]
 

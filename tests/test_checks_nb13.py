@@ -114,6 +114,18 @@ def decoder_layer_flops_counted(t, s, d, d_ff):
     return counter.get_total_flops()
 
 
+def decoder_layer_flops_counted_inside(t, s, d, d_ff):
+    import torch.utils.flop_counter as flop_counter  # the class reached through its module
+
+    config = layers.TransformerConfig(d_model=d, n_heads=1, d_ff=d_ff)
+    layer = layers.DecoderLayer(config).to("meta").eval()
+    x, memory = torch.zeros(1, t, d, device="meta"), torch.zeros(1, s, d, device="meta")
+    counter = flop_counter.FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        layer(x, memory)
+    return counter.get_total_flops()
+
+
 ROWS = [
     *right(nb13.check_decoder_masks, worked=decoder_masks, loops=decoder_masks_by_loops,
            given_fixed=lambda t, s: given_decoder_masks(t, s, diagonal=0, padding_axis="keys")),
@@ -154,26 +166,30 @@ ROWS = [
         integers=(lambda t, s: tuple(m.long() for m in decoder_masks(t, s)),
                   "self_mask: dtype: expected torch.bool, got torch.int64"),
     ),
-    *right(nb13.check_big_model_parameters, formula=big_model_millions(),
-           paper_rounded_up=214.0, no_biases=big_model_millions(biases=False)),
+    *right(nb13.check_big_model_embedding_share,
+           formula=100 * 37_000 * 1024 / (1e6 * big_model_millions()), rounded=17.7,
+           no_biases=100 * 37.888 / big_model_millions(biases=False)),
     *wrong(
-        nb13.check_big_model_parameters,
-        one_attention_per_decoder_layer=(big_model_millions(attentions_per_decoder_layer=1),
-                                         "189.055 is too low: a decoder layer has two attention "
-                                         "sublayers"),
-        three_embeddings=(big_model_millions(embeddings=3), "290.021 is too high: the vocabulary "
-                          "is shared"),
-        no_embedding=(big_model_millions(embeddings=0), "the shared V x d embedding is missing"),
-        paper=(213, "213 is too low: that is Table 3's figure"),
-        base_model=(63.08, "that is the base model of section 6"),
-        in_parameters=(big_model_millions() * 1e6, "asked in millions of parameters"),
-        in_parameters_rounded=(2.14e8, "asked in millions of parameters"),
-        off_by_a_layer=(200.0, "200 is too low: evaluate section 6's three parts"),
-        a_string=("214", "expected a number, got str"),
+        nb13.check_big_model_embedding_share,
+        base_model=(100 * 37_000 * 512 / 63_082_496, "is too high: that is the base model's "
+                    "share"),
+        a_fraction=(0.177, "that is a fraction; the answer is asked in percent"),
+        one_attention_per_decoder_layer=(
+            100 * 37.888 / big_model_millions(attentions_per_decoder_layer=1),
+            "a decoder layer has two attention sublayers"),
+        three_embeddings=(100 * 3 * 37.888 / big_model_millions(embeddings=3),
+                          "the vocabulary is shared"),
+        of_the_layers=(100 * 37.888 / big_model_millions(embeddings=0),
+                       "that divides by the layers alone"),
+        half_of_it=(8.85, "is too low: evaluate section 6's three parts"),
+        a_string=("17.7", "expected a number, got str"),
     ),
-    *right(nb13.check_rnn_jacobian, worked=rnn_jacobian, perturbation=rnn_jacobian_by_perturbation),
+    *right(nb13.check_rnn_jacobian, worked=rnn_jacobian),
     *wrong(
         nb13.check_rnn_jacobian,
+        perturbation=(rnn_jacobian_by_perturbation, "five steps, d = 4: close, but not to "
+                      "rounding: the chain rule by hand gives J to about 1e-15, and an estimate "
+                      "such as a finite difference"),
         column_convention=(lambda *args: rnn_jacobian(*args, transpose=True),
                            "five steps, d = 4: this is the transpose"),
         previous_state=(lambda *args: rnn_jacobian(*args, state="old"),
@@ -192,10 +208,18 @@ ROWS = [
         no_tanh_slope=(lambda s0, xs, w_h, w_x: np.linalg.matrix_power(w_h, len(xs)),
                        "a large W_s: tanh saturates: values differ"),
     ),
-    *right(nb13.check_decoder_layer_flops, worked=decoder_layer_flops,
-           counted=decoder_layer_flops_counted),
+    *right(nb13.check_decoder_layer_flops, worked=decoder_layer_flops),
     *wrong(
         nb13.check_decoder_layer_flops,
+        counted=(decoder_layer_flops_counted, "it uses FlopCounterMode, which counts the FLOPs "
+                 "for you: the answer is a formula"),
+        counted_imported_inside=(decoder_layer_flops_counted_inside,
+                                 "FlopCounterMode is for checking yourself and is refused while "
+                                 "your function runs"),
+        q_from_source=(lambda t, s, d, d_ff: decoder_layer_flops(t, s, d, d_ff)
+                       + 2 * (s - t) * d * d,
+                       "N_tgt = 4, N_src = 6, d = 8, d_ff = 32: 9,984: cross-attention's Q is "
+                       "projected from the N_tgt target rows"),
         keys_from_target=(lambda *args: decoder_layer_flops(*args, kv_length=lambda t, s: t),
                           "N_tgt = 20 != N_src = 35: keys and values come from the source: "
                           "cross-attention reads the N_src source positions"),

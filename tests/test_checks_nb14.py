@@ -144,7 +144,10 @@ ROWS = [
         never_zeroed=(lambda *a: train(*a, order="never"), "the gradients add up from step to "
                       "step: backward() adds (+=) into .grad"),
         adam=(lambda m, b, lr: train(m, b, lr, make_optimizer=lambda p: torch.optim.Adam(p, lr)),
-              "6 batches, lr 0.5: losses: values differ"),
+              "6 batches, lr 0.5: it steps with Adam: the exercise's step is plain SGD"),
+        momentum=(lambda m, b, lr: train(m, b, lr, make_optimizer=lambda p: torch.optim.SGD(
+            p, lr, momentum=0.9)), "6 batches, lr 0.5: the SGD has momentum=0.9: the exercise's "
+                  "step is plain SGD"),
         tensors=(lambda *a: [torch.tensor(v) for v in train(*a)][:-1],
                  "losses: shape: expected (6,), got (5,)"),
     ),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -16,6 +18,7 @@ from course_utils.checks import (
     check_function,
     check_number,
     exercise,
+    names_used,
     randn,
     wraps_answer,
 )
@@ -52,11 +55,43 @@ _LN_MISTAKES = {
 }
 
 
+_LIBRARY_RULE = ("it calls {name}, PyTorch's own layer normalization: the exercise is to write "
+                 "the formula yourself, without nn.LayerNorm or F.layer_norm")
+
+
+@contextlib.contextmanager
+def _library_layer_norm_refused() -> Iterator[None]:
+    """``F.layer_norm``, ``torch.layer_norm`` and ``nn.LayerNorm`` raise :class:`RuleBroken`."""
+    def refuse(name: str) -> Callable:
+        def refused(*args, **kwargs):
+            raise RuleBroken(_LIBRARY_RULE.format(name=name))
+        return refused
+
+    saved = (F.layer_norm, torch.layer_norm, torch.nn.LayerNorm.forward)
+    F.layer_norm = refuse("F.layer_norm")
+    torch.layer_norm = refuse("torch.layer_norm")
+    torch.nn.LayerNorm.forward = refuse("nn.LayerNorm")  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        F.layer_norm, torch.layer_norm = saved[:2]
+        torch.nn.LayerNorm.forward = saved[2]  # type: ignore[method-assign]
+
+
 def _named_ln_mistakes(func: Callable) -> Callable:
-    """``func`` itself; an output that equals a known mistake's output is told which mistake."""
+    """``func`` with the library's layer norm refused while it runs; an output that equals a known
+    mistake's output is told which mistake."""
+    scope = getattr(inspect.unwrap(func), "__globals__", {})
+    named = sorted(name for name in names_used(func) & {"layer_norm", "LayerNorm"}
+                   if not inspect.isfunction(scope.get(name)))  # a library's, not the learner's
+
     @wraps_answer(func)
     def wrapper(x, gamma, beta, eps=1e-5):
-        got = func(x, gamma, beta, eps=eps)
+        if named:
+            shown = {"layer_norm": "F.layer_norm", "LayerNorm": "nn.LayerNorm"}[named[0]]
+            raise RuleBroken(_LIBRARY_RULE.format(name=shown))
+        with _library_layer_norm_refused():
+            got = func(x, gamma, beta, eps=eps)
         right = _layer_norm(x, gamma, beta, eps)
         if isinstance(got, torch.Tensor) and got.shape == right.shape and not torch.allclose(
                 got, right, rtol=1e-9, atol=1e-12):
@@ -74,7 +109,8 @@ def _named_ln_mistakes(func: Callable) -> Callable:
 def check_layer_norm(func: Callable) -> CheckResult:
     """``func(x, gamma, beta, eps=1e-5)``: ``γ (x − μ) / √(σ² + ε) + β`` over the last
     dimension, with the biased variance σ² (divide by d_model, not d_model − 1). A rejection
-    names a forgotten ε, an ε outside the square root and the d − 1 variance."""
+    names a forgotten ε, an ε outside the square root and the d − 1 variance. The rule: no
+    nn.LayerNorm or F.layer_norm (refused while ``func`` runs)."""
     ones, zeros = torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
     cases = [
         Case((torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64), ones, zeros),
@@ -124,13 +160,13 @@ def check_llama_d_ff(answer: Any) -> CheckResult:
 
 
 def _pre_ln_block(x, gamma, beta, w1, b1, w2, b2, *, axis=-1, residual="x", post=False,
-                  normalize=True, correction=0):
+                  normalize=True, correction=0, eps=1e-5):
     def norm(t):
         if not normalize:
             return t
         mu = t.mean(axis, keepdim=True)
         var = ((t - mu) ** 2).sum(axis, keepdim=True) / (t.shape[axis] - correction)
-        return gamma * (t - mu) / torch.sqrt(var + 1e-5) + beta
+        return gamma * (t - mu) / torch.sqrt(var + eps) + beta
 
     def ffn(t):
         return F.relu(t @ w1 + b1) @ w2 + b2
@@ -155,6 +191,8 @@ _BLOCK_MISTAKES = {
     (("correction", 1),): "the variance divides by d_model - 1 (the unbiased one, torch.var's "
                           "default); LayerNorm's divides by d_model: correction=0, or the mean of "
                           "the squared deviations (section 4's Convention box)",
+    (("eps", 1e-12),): "ε is too small (1e-12, or none at all): the exercise's LayerNorm divides "
+                       "by √(σ² + ε) with ε = 1e-5",
 }
 
 

@@ -3,8 +3,9 @@ does not fall, label smoothing)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -107,6 +108,23 @@ def _problem(seed: int, steps: int) -> tuple[torch.nn.Linear, list]:
     return model, batches
 
 
+@contextlib.contextmanager
+def _optimizers_recorded() -> Iterator[list[tuple[str, dict]]]:
+    """Within the block, every optimizer created is recorded: its class name and settings."""
+    made: list[tuple[str, dict]] = []
+    original = torch.optim.Optimizer.__init__
+
+    def recording(self: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made.append((type(self).__name__, dict(self.defaults)))
+
+    torch.optim.Optimizer.__init__ = recording  # type: ignore[method-assign]
+    try:
+        yield made
+    finally:
+        torch.optim.Optimizer.__init__ = original  # type: ignore[method-assign]
+
+
 def _run(train: Callable[..., Any], seed: int, steps: int, lr: float
          ) -> tuple[torch.Tensor, torch.Tensor]:
     model, batches = _problem(seed, steps)
@@ -119,12 +137,27 @@ def _run(train: Callable[..., Any], seed: int, steps: int, lr: float
 def check_train(func: Callable[..., list[float]]) -> CheckResult:
     """``func(model, batches, lr)``: one SGD step per ``(x, y)`` batch on the cross-entropy of
     ``model(x)``, returning the list of losses (floats). Compared, losses and final weights, with
-    a correct loop; a loop whose weights never move, or whose gradients add up across steps, is
-    named as such."""
+    a correct loop; a loop whose weights never move, whose gradients add up across steps, or
+    that steps with another optimizer (Adam, SGD with momentum), is named as such."""
 
     @wraps_answer(func)
     def watched(seed: int, steps: int, lr: float) -> tuple[torch.Tensor, torch.Tensor]:
-        losses, weight = _run(func, seed, steps, lr)
+        with _optimizers_recorded() as made:
+            losses, weight = _run(func, seed, steps, lr)
+        right_weight = _run(_train_reference, seed, steps, lr)[1]
+        if not torch.allclose(weight, right_weight, rtol=1e-9, atol=1e-12):
+            for kind, settings in made:
+                if kind != "SGD":
+                    raise RuleBroken(f"it steps with {kind}: the exercise's step is plain SGD "
+                                     "(notebook 08), each weight minus lr times its gradient; "
+                                     f"{kind} moves the weights by another rule")
+                extras = [f"{key}={settings[key]}" for key in ("momentum", "weight_decay")
+                          if settings.get(key)] + (["nesterov=True"] if settings.get("nesterov")
+                                                   else [])
+                if extras:
+                    raise RuleBroken(f"the SGD has {', '.join(extras)}: the exercise's step is "
+                                     "plain SGD, each weight minus lr times this step's gradient "
+                                     "only; keep torch.optim.SGD(model.parameters(), lr=lr)")
         if torch.equal(weight, _problem(seed, steps)[0].weight.detach()):
             raise RuleBroken("the weights never moved, so the loss cannot fall: step() found no "
                              "gradient to use (what runs between backward() and step()?)")

@@ -123,13 +123,16 @@ def batched_scores_axis_in_front(q, k):  # the new axis at the front: batch meet
 
 
 ROWS = [
-    *right(nb02.check_matmul_rows, worked=matmul_rows, one_row_at_once=matmul_rows_broadcast),
+    *right(nb02.check_matmul_rows, worked=matmul_rows),
     *wrong(
         nb02.check_matmul_rows,
         # the loophole of the old exercise: right numbers, all rows at once
         all_at_once=(lambda a, b: require_inner(a, b) or (a[:, :, None] * b[None]).sum(axis=1)
                      .astype(np.result_type(a, b)),
-                     "numbers at once, more than one row of the product needs"),
+                     "numbers at once, more than one row of b"),
+        # a row of the product at once, but all of b (k n numbers) in one multiplication
+        all_of_b_at_once=(matmul_rows_broadcast, "the rule is one weight times one row of b, n "
+                          "numbers, per multiplication"),
         triple_loop=(matmul, "it reads the inputs entry by entry or column by column"),
         row_times_column=(matmul_row_times_column, "no loop over the columns of b"),
         column_loop=(matmul_columns, "(6, 2) @ (2, 3): many rows: it reads a whole column "

@@ -22,6 +22,13 @@ def power_iteration(a, num_iters, rng, start=None, rayleigh=True):
     return float(x @ a @ x) if rayleigh else float(np.linalg.norm(a @ x))
 
 
+def power_by_matrix_power(a, num_iters, rng):  # right numbers, by matrix-matrix products
+    require_square(a)
+    x = np.linalg.matrix_power(a / np.linalg.norm(a), num_iters) @ rng.standard_normal(len(a))
+    x = x / np.linalg.norm(x)
+    return float(x @ a @ x)
+
+
 def ones_start(rng, n):  # the cell's start: a fixed vector
     return np.ones(n)
 
@@ -101,6 +108,8 @@ ROWS = [
             max(scipy.linalg.eigvals(a).real, key=abs)),
             "one step of power iteration is still approximate, so it computes the eigenvalue "
             "another way"),
+        matrix_power=(power_by_matrix_power, "it calls np.linalg.matrix_power: matrix-matrix "
+                      "products; the rule is matrix-vector products only"),
         drawn_then_fixed=(lambda a, n, rng: power_iteration(a, n, rng, start=drawn_then_arange),
                           "for two different seeds of rng: the start does not depend on what you "
                           "drew from rng"),

@@ -44,7 +44,7 @@ def _refuse_product() -> NoReturn:
 
 class _RowsOnly(np.ndarray):
     """An array that enforces Exercise 1's rule: no ready-made product, no multiplication of more
-    than one row of the result at a time (an all-at-once broadcast), no read of a whole column
+    than one row of b at a time (all of b at once, or all rows at once, by broadcasting), no read of a whole column
     (a loop over the columns of b), and no more reads than a row-by-row product needs (entry by
     entry reads b far more often)."""
 
@@ -79,9 +79,9 @@ class _RowsOnly(np.ndarray):
             size = int(np.prod(np.broadcast_shapes(*(np.shape(x) for x in inputs))))
             if size > _RowsOnly.budget["row"]:
                 raise RuleBroken(f"it multiplies {size} numbers at once, more than one row of "
-                                 "the product needs (all rows at once by broadcasting, or a "
-                                 "whole column of the product at once): the rule is to build the "
-                                 "product row by row")
+                                 "b (all of b at once, or all rows at once, by broadcasting): "
+                                 "the rule is one weight times one row of b, n numbers, per "
+                                 "multiplication")
         if out:
             kwargs["out"] = tuple(_plain(x) for x in out)
         return getattr(ufunc, method)(*(_plain(x) for x in inputs), **kwargs)
@@ -122,8 +122,8 @@ def _read_code(func: Callable) -> None:
 def check_matmul_rows(func: Callable) -> CheckResult:
     """``func(a, b)``: the (m, n) array ``a @ b`` for (m, k) and (k, n) inputs, of dtype
     ``np.result_type(a, b)``, built row by row: row i is the sum over p of ``a[i, p] * b[p]``.
-    The rule is enforced: ready-made products refuse to run, a multiplication of more than k * n
-    numbers at once (one row's worth) is refused, and at most 2 m k + m reads of the inputs are
+    The rule is enforced: ready-made products refuse to run, a multiplication of more than n
+    numbers at once (one row of b) is refused, and at most 2 m k + m reads of the inputs are
     allowed (a loop over the columns of b, or entry by entry, reads more). ValueError when the
     inner sizes differ."""
 
@@ -131,7 +131,7 @@ def check_matmul_rows(func: Callable) -> CheckResult:
     def rows_only(a, b):
         m, k = a.shape
         n = b.shape[1]
-        _RowsOnly.budget.update(reads=0, limit=2 * m * k + m, row=max(k, 1) * n)
+        _RowsOnly.budget.update(reads=0, limit=2 * m * k + m, row=n)
         _read_code(func)
         return _plain(func(a.view(_RowsOnly), b.view(_RowsOnly)))
 

@@ -14,6 +14,7 @@ from course_utils.checks import (
     check_function,
     check_number,
     exercise,
+    names_used,
     wraps_answer,
 )
 
@@ -56,6 +57,8 @@ def check_error_after_ten_steps(answer) -> CheckResult:
 _EIGEN_ROUTINES = ("eig", "eigh", "eigvals", "eigvalsh", "svd")
 _PROBE_TOP = 1.0  # the dominant eigenvalue of the probes' matrix, eigenvalues 1, -0.9 and 0.5
 _PROBE_SECOND_SEED = 11
+_MATRIX_POWER = ("it calls np.linalg.matrix_power: matrix-matrix products; the rule is "
+                 "matrix-vector products only (x <- A x, one step at a time)")
 
 
 def _probe_matrix() -> np.ndarray:
@@ -68,7 +71,8 @@ def _probe_matrix() -> np.ndarray:
 def _power_iteration_rules(func: Callable) -> Callable:
     """``func(a, num_iters, rng)`` under the exercise's two rules: the start is drawn from
     ``rng`` (a function that never draws from it starts from a fixed vector), and it stays a
-    power iteration (NumPy's eigenvalue routines are refused while it runs)."""
+    power iteration (NumPy's eigenvalue routines, and np.linalg.matrix_power, whose products
+    are matrix-matrix, are refused while it runs)."""
 
     def refuse(name: str) -> Callable:
         def refused(*args, **kwargs):
@@ -77,12 +81,18 @@ def _power_iteration_rules(func: Callable) -> Callable:
                              "products and only changes the start")
         return refused
 
+    def refused_power(*args, **kwargs):
+        raise RuleBroken(_MATRIX_POWER)
+
     @wraps_answer(func)
     def checked(a, num_iters, rng):
+        if "matrix_power" in names_used(func):  # also when imported under its own name
+            raise RuleBroken(_MATRIX_POWER)
         before = rng.bit_generator.state
-        saved = {name: getattr(np.linalg, name) for name in _EIGEN_ROUTINES}
+        saved = {name: getattr(np.linalg, name) for name in (*_EIGEN_ROUTINES, "matrix_power")}
         for name in _EIGEN_ROUTINES:
             setattr(np.linalg, name, refuse(name))
+        np.linalg.matrix_power = refused_power
         try:
             result = func(a, num_iters, rng)
         finally:

@@ -1,5 +1,7 @@
 """Notebook 05's checkers: right answers pass, plausible mistakes fail with a reason."""
 
+import math
+
 import numpy as np
 import scipy.special
 import torch
@@ -38,6 +40,29 @@ def sigmoid_where_both(d):  # np.where evaluates both branches: e^1000 is comput
 
 def sigmoid_clipped(d):  # no overflow, but e^-700 instead of e^-1000 (0 in float64)
     return 1 / (1 + np.exp(-np.clip(d, -700, 700)))
+
+
+def sigmoid_e_power(d):  # e^-d as np.e ** -d: the same overflow, through np.power
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.e ** (-np.asarray(d)))
+
+
+def sigmoid_np_power(d):
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.power(np.e, -d))
+
+
+def sigmoid_exp2(d):  # e^-d = 2^(-d / ln 2)
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp2(-d / np.log(2.0)))
+
+
+def sigmoid_torch_exp(d):
+    return (1 / (1 + torch.exp(-torch.from_numpy(np.asarray(d))))).numpy()
+
+
+def sigmoid_math_exp(d):
+    return np.array([1 / (1 + math.exp(-x)) for x in d])
 
 
 def sigmoid_wrong_sign(d):
@@ -175,6 +200,11 @@ ROWS = [
         clipped=(sigmoid_clipped, "d = -1000: the first score gets e^-1000, 0 in float64: "
                                   "values differ: expected [0.], got [9.85967654e-305]"),
         wrong_sign=(sigmoid_wrong_sign, "d and -d give q and 1 - q: values differ"),
+        e_power=(sigmoid_e_power, "np.power (**) overflowed to inf at x = 1000 (silenced or not)"),
+        np_power=(sigmoid_np_power, "np.power (**) overflowed to inf at x = 1000"),
+        exp2=(sigmoid_exp2, "np.exp2 overflowed to inf at x = 1442.7"),
+        torch_exp=(sigmoid_torch_exp, "torch.exp overflowed to inf at x = 1000"),
+        math_exp=(sigmoid_math_exp, "math.exp overflowed at x = 1000: the rule is no overflow"),
     ),
     *right(nb05.check_softmax_fp16, worked=softmax_fp16_fixed),
     *wrong(

@@ -94,6 +94,12 @@ def nll_summed(logits, targets, ignore_index):
     return float(-log_softmax(logits, axis=-1)[kept, targets[kept]].sum())
 
 
+def nll_log_of_probabilities(logits, targets, ignore_index):  # log(softmax): 0 at z = -800
+    kept = targets != ignore_index
+    probs = np.exp(log_softmax(logits, axis=-1))
+    return float(-np.log(probs[kept, targets[kept]]).mean())
+
+
 def kl_worked(teacher, student):
     log_p, log_q = log_softmax(teacher, axis=-1), log_softmax(student, axis=-1)
     p = np.exp(log_p)
@@ -190,6 +196,8 @@ ROWS = [
         only_index_fixed=(nll_only_index_fixed, "sentence 1 padded after 4 tokens: 10 real "
                                                 "targets: expected"),
         summed=(nll_summed, "which is the sum over the real targets: return their mean"),
+        log_of_probabilities=(nll_log_of_probabilities, "loss 800: expected 800, got inf: a log "
+                              "of a probability that rounded to 0"),
     ),
     *right(nb06.check_kl_from_logits, worked=kl_worked,
            cross_minus_entropy=kl_as_cross_entropy_minus_entropy),

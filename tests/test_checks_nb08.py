@@ -28,6 +28,25 @@ def sigmoid_overflowing(v, slope=lambda s: s * (1 - s)):
     return Value(s, (v,), (slope(s),), "sigmoid")
 
 
+def sigmoid_backward_on_copy(v):  # the engine's chain on a copy of v finds the slope
+    copy = Value(v.data)
+    chain = 1 / (1 + (-copy).exp())
+    chain.backward()
+    return Value(chain.data, (v,), (copy.grad,), "sigmoid")
+
+
+def sigmoid_central_difference(v, h=1e-5):  # one node, but a numerical slope
+    def f(x):
+        return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
+    return Value(f(v.data), (v,), ((f(v.data + h) - f(v.data - h)) / (2 * h),), "sigmoid")
+
+
+def sigmoid_two_nodes(v):  # a second node built (without backward): the slope is not its own
+    helper = Value(0.0)
+    s = 1 / (1 + math.exp(-v.data)) if v.data >= 0 else math.exp(v.data) / (1 + math.exp(v.data))
+    return Value(s + helper.data, (v,), (s * (1 - s),), "sigmoid")
+
+
 def backward(root, accumulate=True, reset=True, seed=1.0, reverse=True):
     order = topological_order(root)
     if reset:
@@ -77,6 +96,18 @@ def uncorrected_by_loop(t, lr, beta1, beta2):
     return lr * m / math.sqrt(v)
 
 
+def uncorrected_fractional_loop(t, lr, beta1, beta2):
+    """A vectorised loop over the steps whose last step is a fraction of one: it takes an array
+    and has a value between two steps, but it loops."""
+    t = np.asarray(t, dtype=np.float64)
+    m, v = np.zeros_like(t), np.zeros_like(t)
+    for k in range(1, int(np.ceil(t.max())) + 1):
+        part = np.clip(t - (k - 1), 0.0, 1.0)  # 1 for a whole step, the fraction for the last
+        m = beta1**part * m + (1 - beta1**part)
+        v = beta2**part * v + (1 - beta2**part)
+    return lr * m / np.sqrt(v)
+
+
 def uncorrected_simulated(t, lr, beta1, beta2):
     """A loop over the steps for each t: it takes an array, but it is a simulation."""
     def one(steps):
@@ -106,6 +137,11 @@ ROWS = [
         a_float=(lambda v: sigmoid(v).data, "raised TypeError: sigmoid must return a Value, got "
                  "float"),
         detached=(lambda v: Value(sigmoid(v).data), "the node returned has no parents"),
+        backward_on_copy=(sigmoid_backward_on_copy, "it called Value.backward. A backward pass "
+                          "run on a copy, or a numerical slope, finds the derivative for you"),
+        central_difference=(sigmoid_central_difference, "sigmoid(0) = 0.5, slope 0.25: "
+                            "d sigmoid / dx: values differ"),
+        two_nodes=(sigmoid_two_nodes, "it built 2 Value nodes"),
     ),
     *right(nb08.check_backward, worked=backward, without_reset=lambda r: backward(r, reset=False),
            dictionary=backward_recursive),
@@ -147,6 +183,10 @@ ROWS = [
         vectorized_loop=(np.vectorize(lambda t, lr, b1, b2: uncorrected_simulated(
                              np.array([t]), lr, b1, b2)[0]),
                          "the rule is a formula, not a simulation"),
+        fractional_loop=(uncorrected_fractional_loop, "steps 100 to 10 000: back towards lr as "
+                         "beta2^t fades: 40004 lines of your code ran"),
+        fractional_loop_why=(uncorrected_fractional_loop, "it loops over the steps: the rule is "
+                             "a formula in t"),
         simulated_ceil=(lambda t, lr, b1, b2: uncorrected_simulated(np.ceil(t), lr, b1, b2),
                         "the rule is a formula, not a simulation: at t = [2.5, 12.5] it gave the "
                         "sizes of steps [3, 13], as a loop over range(ceil(t)) does"),

@@ -84,34 +84,124 @@ def _sigmoid(d):
     return np.where(d >= 0, 1 / (1 + e), e / (1 + e))
 
 
+_EXP_UFUNCS = {"exp": "np.exp", "exp2": "np.exp2", "expm1": "np.expm1", "power": "np.power (**)",
+               "float_power": "np.float_power", "ldexp": "np.ldexp"}
+_TORCH_EXPS = {"exp": "torch.exp", "exp_": "torch.exp", "exp2": "torch.exp2",
+               "expm1": "torch.expm1", "pow": "torch.pow (**)", "__pow__": "torch.pow (**)",
+               "__rpow__": "torch.pow (**)", "float_power": "torch.float_power"}
+
+
 def _no_exp_overflow(func: Callable) -> Callable:
-    """``func`` run with ``np.exp`` watched: an ``e^x`` that overflows to inf breaks the rule,
-    whether or not its warning was silenced (``np.errstate``)."""
+    """``func`` run with every exponential watched (NumPy's ``exp``, ``exp2``, ``expm1``,
+    ``power`` and ``**``, ``float_power``, ``ldexp``; ``math.exp`` and ``math.pow``; torch's
+    ``exp``, ``exp2``, ``pow`` and ``**``): one that turns finite input into inf breaks the rule,
+    whether or not its warning was silenced (``np.errstate``). ``d`` arrives as an ndarray
+    subclass that reports its ufuncs, so ``np.e ** -d`` is seen as well as ``np.exp(-d)``."""
+    import math
+    import sys
+
+    overflowed: list[tuple[str, float]] = []
+
+    def note(name: str, inputs: tuple, out: object) -> None:
+        if overflowed:
+            return
+        try:
+            out_array = np.asarray(out.detach().cpu() if hasattr(out, "detach") else out)
+            arrays = [np.asarray(x.detach().cpu() if hasattr(x, "detach") else x)
+                      for x in inputs]
+        except (TypeError, ValueError, RuntimeError):
+            return
+        if out_array.dtype.kind not in "fc":
+            return
+        finite = np.ones(out_array.shape, dtype=bool)
+        for x in arrays:
+            if x.dtype.kind in "biufc":
+                finite &= np.broadcast_to(np.isfinite(x), out_array.shape)
+        bad = np.isinf(out_array) & finite
+        if bad.any():
+            exponent = arrays[1] if "pow" in name and len(arrays) > 1 else arrays[0]
+            exponent = np.broadcast_to(exponent, out_array.shape)
+            overflowed.append((name, float(np.max(np.real(exponent[bad])))))
+
+    class Watched(np.ndarray):
+        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+            plain = tuple(x.view(np.ndarray) if isinstance(x, Watched) else x for x in inputs)
+            if "out" in kwargs:
+                kwargs["out"] = tuple(x.view(np.ndarray) if isinstance(x, Watched) else x
+                                      for x in kwargs["out"])
+            out = getattr(ufunc, method)(*plain, **kwargs)
+            if method == "__call__" and ufunc.__name__ in _EXP_UFUNCS:
+                note(_EXP_UFUNCS[ufunc.__name__], plain, out)
+            if isinstance(out, np.ndarray) and type(out) is np.ndarray:
+                return out.view(Watched)
+            return out
+
+    def watched_ufunc(name: str, real: Callable) -> Callable:
+        def watched(*args, **kwargs):
+            out = real(*args, **kwargs)
+            note(name, args[:2], out)
+            return out
+        return watched
+
+    def watched_math(name: str, real: Callable) -> Callable:
+        def watched(*args):
+            try:
+                return real(*args)
+            except OverflowError:
+                x = float(args[-1])
+                raise RuleBroken(f"{name} overflowed at x = {x:g}: the rule is no "
+                                 "overflow, so use the form that exponentiates only numbers <= 0 "
+                                 "for each sign of d") from None
+        return watched
+
+    patches = [(np, key, watched_ufunc(label, getattr(np, key)))
+               for key, label in _EXP_UFUNCS.items()]
+    def kept(real: Callable) -> Callable:  # np.asarray(d) and np.array(d) stay watched
+        def keep(x, *args, **kwargs):
+            out = real(x, *args, **kwargs)
+            return out.view(Watched) if isinstance(x, Watched) and type(out) is np.ndarray else out
+        return keep
+
+    patches += [(np, key, kept(getattr(np, key)))
+                for key in ("asarray", "array", "asanyarray", "ascontiguousarray", "copy")]
+    patches += [(math, "exp", watched_math("math.exp", math.exp)),
+                (math, "pow", watched_math("math.pow", math.pow))]
 
     @wraps_answer(func)
     def checked(d):
-        real_exp = np.exp
-        overflowed: list[float] = []
+        overflowed.clear()
+        watch = None
+        if "torch" in sys.modules:
+            from torch.overrides import TorchFunctionMode
 
-        def watched_exp(x, *args, **kwargs):
-            out = real_exp(x, *args, **kwargs)
-            x_array = np.asarray(x)
-            if x_array.dtype.kind == "f":
-                bad = np.isinf(np.asarray(out)) & np.isfinite(x_array)
-                if bad.any() and not overflowed:
-                    overflowed.append(float(np.max(x_array[bad])))
-            return out
+            class Watch(TorchFunctionMode):
+                def __torch_function__(self, op, types, args=(), kwargs=None):
+                    out = op(*args, **(kwargs or {}))
+                    name = getattr(op, "__name__", "")
+                    if name in _TORCH_EXPS:
+                        note(_TORCH_EXPS[name], tuple(args[:2]), out)
+                    return out
 
-        np.exp = watched_exp
+            watch = Watch()
+        saved = [(module, key, getattr(module, key)) for module, key, _ in patches]
+        for module, key, new in patches:
+            setattr(module, key, new)
         try:
-            result = func(d)
+            arg = np.asarray(d).view(Watched) if isinstance(d, np.ndarray) else d
+            if watch is None:
+                result = func(arg)
+            else:
+                with watch:
+                    result = func(arg)
         finally:
-            np.exp = real_exp
+            for module, key, old in saved:
+                setattr(module, key, old)
         if overflowed:
-            raise RuleBroken(f"np.exp overflowed to inf at x = {overflowed[0]:g} (silenced or "
-                             "not): the rule is no overflow, so use the form that exponentiates "
-                             "only numbers <= 0 for each sign of d")
-        return result
+            name, x = overflowed[0]
+            raise RuleBroken(f"{name} overflowed to inf at x = {x:g} (silenced or not): the rule "
+                             "is no overflow, so use the form that exponentiates only numbers "
+                             "<= 0 for each sign of d")
+        return result.view(np.ndarray) if isinstance(result, Watched) else result
 
     return checked
 
@@ -119,7 +209,8 @@ def _no_exp_overflow(func: Callable) -> Callable:
 @exercise("derive")
 def check_sigmoid(func: Callable) -> CheckResult:
     """``func(d)``: softmax([a, b])[0] as a function of d = a - b alone, 1 / (1 + e^(-d)),
-    elementwise on an array, exact at d = +-1000, with no ``np.exp`` overflowing to inf (a
+    elementwise on an array, exact at d = +-1000, with no exponential (``np.exp``, ``np.exp2``,
+    ``np.power`` or ``**``, ``math.exp``, ``torch.exp`` ...) overflowing to inf (a
     silenced warning does not count), no warning, and no library sigmoid (``scipy.special.expit``,
     ``torch.sigmoid``), softmax or log-sum-exp (``np.logaddexp``)."""
     cases = [

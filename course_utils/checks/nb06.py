@@ -198,6 +198,8 @@ def check_masked_mean_nll(func: Callable) -> CheckResult:
              "the same batch with 3 more padding positions: the loss must not change"),
         Case((logits, pad0, 0), "<pad> has the id 0 and ignore_index=0"),
         Case((logits[0], pad0[0], 0), "one sentence, (N, V) = (6, 5) logits"),
+        Case((np.array([[[0.0, -800.0], [0.0, 0.0]]]), np.array([[1, -100]]), -100),
+             "a target logit 800 below the other: probability e^-800, 0 in float64; loss 800"),
     ]
     answer = _diagnosed(func, _masked_mean_nll, _padding_mistakes)
     return check_function(answer, cases=cases, reference=_masked_mean_nll, name="masked_mean_nll",

@@ -15,6 +15,7 @@ from course_utils.checks import (
     check_function,
     check_number,
     exercise,
+    lines_run,
     wraps_answer,
 )
 
@@ -34,16 +35,47 @@ _ONE_NODE_RULE = (
 )
 
 
+_OWN_SLOPE_RULE = (
+    "the rule is one new node with the local derivative you derived: {found}. A backward pass run "
+    "on a copy, or a numerical slope, finds the derivative for you: the derivative must be your "
+    "formula in o"
+)
+
+
+def _watching_nodes(func: Callable[[Value], Value], v: Value) -> tuple[Value, int, int]:
+    """``func(v)``, the number of ``Value`` nodes it built and of ``backward`` calls it made."""
+    built = backward_calls = 0
+    real_init, real_backward = Value.__init__, Value.backward
+
+    def init(self, *args, **kwargs):
+        nonlocal built
+        built += 1
+        real_init(self, *args, **kwargs)
+
+    def backward(self, *args, **kwargs):
+        nonlocal backward_calls
+        backward_calls += 1
+        return real_backward(self, *args, **kwargs)
+
+    Value.__init__, Value.backward = init, backward
+    try:
+        out = func(v)
+    finally:
+        Value.__init__, Value.backward = real_init, real_backward
+    return out, built, backward_calls
+
+
 @exercise("extend")
 def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
     """``func(v)`` must return one new Value node for 1 / (1 + e^-v), whose only parent is v and
-    whose local derivative is o (1 - o) (a chain of the engine's operations is refused with
-    :class:`RuleBroken`), without overflow at v = ±800."""
+    whose local derivative is o (1 - o) (a chain of the engine's operations, a call of
+    ``Value.backward`` or more than one node built is refused with :class:`RuleBroken`; the slope
+    is compared to rtol 1e-12, so a numerical slope fails), without overflow at v = ±800."""
 
     @wraps_answer(func)
     def value_and_grad(x: float) -> tuple[float, float]:
         v = Value(x)
-        out = func(v)
+        out, built, backward_calls = _watching_nodes(func, v)
         if not isinstance(out, Value):
             raise TypeError(f"sigmoid must return a Value, got {type(out).__name__}")
         parents = tuple(out.parents)
@@ -52,6 +84,10 @@ def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
                      f"{len(parents)} parents" if len(parents) > 1 else
                      "one parent that is not v")
             raise RuleBroken(_ONE_NODE_RULE.format(parents="v itself" if out is v else found))
+        if backward_calls:
+            raise RuleBroken(_OWN_SLOPE_RULE.format(found="it called Value.backward"))
+        if built > 1:
+            raise RuleBroken(_OWN_SLOPE_RULE.format(found=f"it built {built} Value nodes"))
         out.backward()
         return out.data, v.grad
 
@@ -64,8 +100,10 @@ def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
         Case((-800.0,), "x = -800: e^800 overflows a float; for x < 0 write the fraction with "
                         "e^x alone"),
     ]
+    # rtol 1e-12: o (1 - o) agrees to a few roundings; a numerical slope is off by about 1e-11
     return check_function(value_and_grad, cases=cases, reference=_sigmoid_value_and_grad,
-                          name="sigmoid", names=("sigmoid(x)", "d sigmoid / dx"))
+                          name="sigmoid", names=("sigmoid(x)", "d sigmoid / dx"),
+                          rtol=1e-12, atol=1e-15)
 
 
 def _neuron() -> tuple[Value, list[Value]]:
@@ -197,6 +235,13 @@ _SIMULATION_RULE = (
 )
 
 
+_LINE_BUDGET = 200  # a formula runs a handful of lines whatever t is
+_LINE_BUDGET_RULE = (
+    "{lines} lines of your code ran for t = {t}, more than " + str(_LINE_BUDGET) + ": it loops "
+    "over the steps: the rule is a formula in t"
+)
+
+
 def _uncorrected_formula(t: np.ndarray, lr: float, beta1: float, beta2: float) -> np.ndarray:
     return lr * (1 - beta1 ** np.asarray(t)) / np.sqrt(1 - beta2 ** np.asarray(t))
 
@@ -205,16 +250,19 @@ def _uncorrected_formula(t: np.ndarray, lr: float, beta1: float, beta2: float) -
 def check_uncorrected_step(func: Callable[..., np.ndarray]) -> CheckResult:
     """``func(t, lr, beta1, beta2)``: the size of Adam's step t without bias correction, for a
     constant gradient and eps = 0, lr (1 - beta1^t) / sqrt(1 - beta2^t); t is an array of steps,
-    a TypeError on it means a loop, and at a t between two steps the size of the step before or
-    after it means a simulation (both :class:`RuleBroken`)."""
+    a TypeError on it means a loop, more than 200 lines run (a loop over the steps, even with a
+    fractional last step) too, and at a t between two steps the size of the step before or after
+    it means a simulation (all :class:`RuleBroken`)."""
 
     @wraps_answer(func)
     def sizes(t: np.ndarray, lr: float, beta1: float, beta2: float) -> object:
         try:
-            got = func(t, lr, beta1, beta2)
+            got, lines = lines_run(func, t, lr, beta1, beta2)
         except TypeError as error:
             raise RuleBroken(_LOOP_RULE.format(t=np.asarray(t).tolist(),
                                                error=f"TypeError: {error}")) from None
+        if lines > _LINE_BUDGET:
+            raise RuleBroken(_LINE_BUDGET_RULE.format(lines=lines, t=np.asarray(t).tolist()))
         times = np.asarray(t, dtype=np.float64)
         if np.any(np.floor(times) != times):   # between two steps: only a formula has a value
             for rounding, steps in (("int", np.floor(times)), ("ceil", np.ceil(times))):

@@ -153,6 +153,39 @@ def gqa_copy_then_repeat(q, k, v):  # k + 0 is a new tensor, then repeated
                                (v * 1).repeat_interleave(g, dim=1))
 
 
+def top_p_refuses_only_zero(logits, temperature, top_p):  # top_p = 1.5 gets through
+    if top_p <= 0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    return top_p_probs(logits, temperature, min(top_p, 1.0))
+
+
+def rope_score_terms_negative(q, k):  # A < 0 where the phase is shifted by π: same scores
+    amplitude, phase = rope_score_terms(q, k)
+    return -amplitude, phase + np.pi
+
+
+def gqa_slice_fill(q, k, v):  # a new buffer filled head by head: G copies of the K/V heads
+    g = q.shape[1] // k.shape[1]
+    k2, v2 = torch.empty_like(q), torch.empty_like(q)
+    for i in range(q.shape[1]):
+        k2[:, i] = k[:, i // g]
+        v2[:, i] = v[:, i // g]
+    return _repeated_attention(q, k2, v2)
+
+
+def gqa_via_numpy(q, k, v):  # np.asarray(k) copies k out of PyTorch, np.repeat copies it G times
+    g = q.shape[1] // k.shape[1]
+    k2 = torch.from_numpy(np.repeat(np.asarray(k), g, axis=1))
+    v2 = torch.from_numpy(np.repeat(np.asarray(v), g, axis=1))
+    return _repeated_attention(q, k2, v2)
+
+
+def gqa_unwatched(q, k, v):  # as_subclass(torch.Tensor) sheds the checker's watch, then repeats
+    g = q.shape[1] // k.shape[1]
+    return _repeated_attention(q, k.as_subclass(torch.Tensor).repeat_interleave(g, 1),
+                               v.as_subclass(torch.Tensor).repeat_interleave(g, 1))
+
+
 ROWS = [
     *right(nb15.check_kv_cache_70b, exact=52070, as_float=52070.0),
     *wrong(
@@ -179,6 +212,7 @@ ROWS = [
         dot_per_pair=(rope_score_as_dot, "the score is -sin Δ"),
         one_total=(lambda q, k: (q @ k, 0.0),
                    "expected amplitudes and phases of shape (1,), one per pair"),
+        negative_amplitude=(rope_score_terms_negative, "put the sign into the phase (ψ + π)"),
     ),
     *right(nb15.check_top_p, worked=top_p_probs),
     *wrong(
@@ -188,6 +222,7 @@ ROWS = [
         before_at_most=(top_p_before_at_most, "the next token's total before it is 0.5, not "
                         "below, so it goes: values differ"),
         keep_first_only=(top_p_keep_first_only, "the 0.15 that crosses 0.8 stays: values differ"),
+        refuses_only_zero=(top_p_refuses_only_zero, "top_p = 1.5 is not in (0, 1]: a ValueError"),
     ),
     *right(nb15.check_gqa_attention, worked=gqa_einsum, folded=gqa),
     *wrong(
@@ -209,6 +244,9 @@ ROWS = [
         times_ones=(gqa_times_ones, "broadcasting the K/V heads against a group axis writes "
                     "them out G times"),
         broadcast_tensors=(gqa_broadcast_tensors, "it calls `broadcast_tensors` on k or v"),
+        slice_fill=(gqa_slice_fill, "it calls `__setitem__` on k or v"),
+        via_numpy=(gqa_via_numpy, "it turns k or v into a NumPy array, a copy of the K/V heads"),
+        unwatched=(gqa_unwatched, "it calls `as_subclass` on k or v"),
     ),
 ]
 

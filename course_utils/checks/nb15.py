@@ -95,6 +95,9 @@ def _scores_from_terms(func: Callable) -> Callable:
         if amplitude.shape != (d // 2,) or phase.shape != (d // 2,):
             raise RuleBroken(f"expected amplitudes and phases of shape ({d // 2},), one per pair, "
                              f"got {amplitude.shape} and {phase.shape}")
+        if np.any(amplitude < 0):
+            raise RuleBroken("an amplitude is negative: an amplitude is a product of lengths, "
+                             "never negative; put the sign into the phase (ψ + π)")
         omega = base ** (-np.arange(0, d, 2) / d)
         return (amplitude * np.cos(_OFFSETS[:, None] * omega + phase)).sum(-1)
 
@@ -164,6 +167,7 @@ def check_top_p(func: Callable) -> CheckResult:
              "exactly: the next token's total before it is 0.5, not below, so it goes",
              expected=np.array([0.0, 1.0, 0.0])),
         Case((four, 1.0, 0.0), "top_p = 0 is not in (0, 1]: a ValueError", raises=ValueError),
+        Case((four, 1.0, 1.5), "top_p = 1.5 is not in (0, 1]: a ValueError", raises=ValueError),
     ]
     return check_function(func, cases=cases, reference=_top_p_probs, name="top_p_probs",
                           rtol=1e-9, atol=1e-12, no_warnings=True)
@@ -174,7 +178,8 @@ def check_top_p(func: Callable) -> CheckResult:
 _COPIES = {"repeat_interleave", "repeat", "expand", "expand_as", "broadcast_to", "tile", "cat",
            "concat", "concatenate", "stack", "hstack", "vstack", "index_select", "gather",
            "clone", "softmax_attention", "scaled_dot_product_attention", "broadcast_tensors",
-           "__deepcopy__", "numpy", "tolist"}
+           "__deepcopy__", "numpy", "tolist", "__setitem__", "copy_", "index_copy",
+           "index_copy_", "index_put", "index_put_", "scatter"}
 # products that contract k or v with q: their result may be larger than k without copying k
 _CONTRACTIONS = {"einsum", "matmul", "__matmul__", "__rmatmul__", "bmm", "mm", "tensordot"}
 _MATMULS = {"matmul", "__matmul__", "__rmatmul__"}
@@ -188,6 +193,14 @@ _VIEWS = {"__getitem__", "__get__", "transpose", "swapaxes", "unsqueeze", "squee
 class _SharedHeads(torch.Tensor):
     """Keys or values whose heads must not be copied: a call that copies or repeats them, or an
     index that picks heads by a list, raises :class:`RuleBroken`."""
+
+    def as_subclass(self, cls: type) -> torch.Tensor:
+        raise RuleBroken("it calls `as_subclass` on k or v, which sheds the checker's watch: the "
+                         f"rule is no copy of the K/V heads. {_HOW}")
+
+    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        raise RuleBroken("it turns k or v into a NumPy array, a copy of the K/V heads: the rule "
+                         f"is no copy of the K/V heads. {_HOW}")
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -214,7 +227,12 @@ class _SharedHeads(torch.Tensor):
             return result  # a view of k or v stays watched
         if all(isinstance(t, _SharedHeads) for t in _tensors(args, kwargs)):
             return result  # k + 0, k.detach(), k.float(): still k's heads, still watched
-        return result.as_subclass(torch.Tensor)  # a product with q is an ordinary tensor
+        return _plain(result)  # a product with q is an ordinary tensor
+
+
+def _plain(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` as an ordinary tensor, no longer watched (the checker's own `as_subclass`)."""
+    return torch.Tensor.as_subclass(tensor, torch.Tensor)
 
 
 def _refuse_broadcast_matmul(a: Any, b: Any) -> None:
@@ -253,7 +271,7 @@ def _without_copies(func: Callable) -> Callable:
     @functools.wraps(func)
     def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Any:
         out = func(q, k.as_subclass(_SharedHeads), v.as_subclass(_SharedHeads))
-        return out.as_subclass(torch.Tensor) if isinstance(out, torch.Tensor) else out
+        return _plain(out) if isinstance(out, torch.Tensor) else out
 
     return run
 

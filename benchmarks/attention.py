@@ -56,7 +56,7 @@ def cpu_table(sizes: list[int], d: int, repeats: int, naive_max: int, threads: i
     """The forward table; returns ``{N: (seconds, MiB)}`` per method."""
     results = {}
     torch.set_num_threads(threads)
-    peak = measure.matmul_flop_rate(1024, repeats)
+    peak = matmul_peak(repeats)
     print(f"\nCPU forward, {_setting(d, threads)}; {_peak(peak)}")
     header = (f"{'N':>6} | {'naive s':>8} {'fused s':>8} {'tiled s':>8} | {'naive MiB':>9} "
               f"{'fused MiB':>9} {'tiled MiB':>9} | {'tiled/fused time':>16} "
@@ -92,7 +92,7 @@ def backward_table(sizes: list[int], d: int, repeats: int, threads: int) -> dict
     ``{N: (seconds, MiB)}`` per method."""
     results = {}
     torch.set_num_threads(threads)
-    peak = measure.matmul_flop_rate(1024, repeats)
+    peak = matmul_peak(repeats)
     print(f"\nCPU forward + backward, {_setting(d, threads)}; {_peak(peak)}; FLOPs counted as "
           f"3.5 × the forward's (FlashAttention-2's convention)")
     header = (f"{'N':>6} | {'fused s':>8} {'tiled s':>8} | {'fused MiB':>9} {'tiled MiB':>9} | "
@@ -122,8 +122,15 @@ _RATE_HEADER = f"{'fused GFLOP/s':>13} {'tiled GFLOP/s':>13} {'fused %mm':>9} {'
 TARGETS = {"forward": 1.15, "forward + backward": 1.25}  # tiled/fused time at N = 16,384
 
 
+def matmul_peak(repeats: int) -> float:
+    """This machine's float32 matrix-multiply throughput at the current thread count: the best
+    of ``max(repeats, 5)`` 2048² products, so that one busy moment of the machine does not set
+    it (a share above 100% in the table means the machine was busy while it was measured)."""
+    return measure.matmul_flop_rate(2048, max(repeats, 5))
+
+
 def _peak(rate: float) -> str:
-    return f"matmul 1024² at {rate / 1e9:.0f} GFLOP/s (%mm: share of it)"
+    return f"matmul 2048² at {rate / 1e9:.0f} GFLOP/s (%mm: share of it)"
 
 
 def _rates(flops: float, seconds: dict[str, float], peak: float) -> str:

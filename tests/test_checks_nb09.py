@@ -70,6 +70,14 @@ def pe_dot_own_encodings(k, d_model, p=7.3):
     return there @ here
 
 
+def pe_dot_complex_exp(k, d_model, p=7.3):
+    """PE(p) and PE(p + k) built from complex exponentials, sines as imaginary parts."""
+    omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
+    k = np.asarray(k, dtype=np.float64)[:, None]
+    here, there = np.exp(1j * p * omega), np.exp(1j * (p + k) * omega)
+    return (there.imag * here.imag + there.real * here.real).sum(axis=1)
+
+
 def pe_dot_own_encodings_math(k, d_model, p=7.3):
     """The same with math.sin, one offset at a time."""
     omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
@@ -178,6 +186,8 @@ ROWS = [
         umath_sin=(pe_dot_umath_sin, "your code uses sin, a sine"),
         rotation_trace=(lambda k, d: np.array([np.trace(positional.relative_position_matrix(
             int(o), d)) / 2 for o in np.ravel(k)]), "your code uses relative_position_matrix"),
+        complex_exponential_encodings=(pe_dot_complex_exp, "np.exp was given a complex "
+                                       "argument, and a complex exponential holds a sine"),
         shifted_cosine=(pe_dot_shifted_cosine, "a shifted cosine is a sine (cos(x - π/2) = sin x) "
                         "and the rule counts it as one"),
     ),

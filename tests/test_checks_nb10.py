@@ -81,6 +81,20 @@ def padded_causal_by_torch(q, k, v, lengths):
     return out, weights
 
 
+def padded_causal_by_closure():
+    """The course's functions held by a closure, under other names."""
+    pm, sa = attention.padding_mask, attention.softmax_attention
+
+    def padded(q, k, v, lengths):
+        return sa(q, k, v, mask=pm(lengths, max_len=q.shape[-2])[:, None, :], causal=True)
+    return padded
+
+
+def causal_by_getattr(q, k, v):
+    """The course's function under a name built at run time: no name of it in the code."""
+    return getattr(attention, "softmax_" + "attention")(q, k, v, causal=True)
+
+
 # The learner's code in a module of its own, as a notebook's __main__ is.
 _LEARNER = {"__name__": "learner", "math": math, "torch": torch}
 exec("""
@@ -93,6 +107,13 @@ def causal_with_own_helper(q, k, v):
     logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
     weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
     return weights @ v, weights
+
+
+from course_utils.attention import softmax_attention as sa
+
+
+def causal_by_alias(q, k, v):
+    return sa(q, k, v, causal=True)
 """, _LEARNER)
 
 
@@ -115,6 +136,8 @@ ROWS = [
                       "your code uses attention.softmax_attention, which builds the mask"),
         course_mask=(causal_by_course_mask, "your code uses attention.causal_mask"),
         torch_sdpa=(causal_by_torch, "your code uses F.scaled_dot_product_attention"),
+        course_alias=(_LEARNER["causal_by_alias"], "your code uses attention.softmax_attention"),
+        course_getattr=(causal_by_getattr, "your code uses attention.softmax_attention"),
         the_bug=(lambda q, k, v: causal_attention(q, k, v, keep_future=True),
                  "the map still looks into the future"),
         one_ahead=(lambda q, k, v: causal_attention(q, k, v, shift=2),
@@ -132,6 +155,9 @@ ROWS = [
         nb10.check_padded_causal_attention,
         course_utils=(padded_causal_by_course, "your code uses attention.padding_mask"),
         torch_sdpa=(padded_causal_by_torch, "your code uses F.scaled_dot_product_attention"),
+        course_in_closure=(padded_causal_by_closure(), "your code uses attention.padding_mask"),
+        course_getattr=(lambda q, k, v, n: getattr(attention, "softmax_" + "attention")(
+            q, k, v, causal=True), "your code uses attention.softmax_attention"),
         causal_only=(lambda q, k, v, n: padded_causal(q, k, v, n, padding=False),
                      "keys 2 and 3 are padding: output: values differ"),
         padding_only=(lambda q, k, v, n: padded_causal(q, k, v, n, causal=False),

@@ -81,6 +81,35 @@ def attention_parameters_by_torch(d_model, n_heads, d_head, bias=True):
     return sum(p.numel() for layer in projections for p in layer.parameters())
 
 
+def multi_head_attention_by_getattr(x, w_q, w_k, w_v, w_o, n_heads):
+    """The course's functions under names built at run time: no name of them in the code."""
+    split, merge = (getattr(attention, part + "_heads") for part in ("split", "merge"))
+    q, k, v = (split(x @ w, n_heads) for w in (w_q, w_k, w_v))
+    return merge(getattr(attention, "softmax_" + "attention")(q, k, v)[0]) @ w_o
+
+
+def multi_head_attention_by_alias():
+    """The course's softmax_attention held by a closure under another name."""
+    sa = attention.softmax_attention
+
+    def mha(x, w_q, w_k, w_v, w_o, n_heads):
+        b, n, d_model = x.shape
+        q, k, v = (split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
+        return sa(q, k, v)[0].transpose(1, 2).reshape(b, n, d_model) @ w_o
+    return mha
+
+
+def multi_head_attention_by_nn(x, w_q, w_k, w_v, w_o, n_heads):
+    """torch's nn.MultiheadAttention with the given weights, reached by getattr."""
+    d_model = x.shape[-1]
+    layer = getattr(torch.nn, "Multihead" + "Attention")(d_model, n_heads, bias=False,
+                                                        batch_first=True).double()
+    with torch.no_grad():
+        layer.in_proj_weight.copy_(torch.cat([w_q.T, w_k.T, w_v.T]))
+        layer.out_proj.weight.copy_(w_o.T)
+    return layer(x, x, x, need_weights=False)[0]
+
+
 ROWS = [
     *right(nb11.check_multi_head_attention, worked=multi_head_attention),
     *wrong(
@@ -91,6 +120,10 @@ ROWS = [
                           "attention.softmax_attention"),
         torch_sdpa=(multi_head_attention_by_torch, "your code uses "
                     "F.scaled_dot_product_attention"),
+        course_getattr=(multi_head_attention_by_getattr, "your code uses attention.split_heads"),
+        course_alias=(multi_head_attention_by_alias(), "your code uses "
+                      "attention.softmax_attention"),
+        torch_nn=(multi_head_attention_by_nn, "your code uses nn.MultiheadAttention"),
         the_given_code=(lambda *args: multi_head_attention(*args, scale_by_d_model=True,
                                                            transpose=False),
                         "without the transpose, so each 'head' mixes features of several "

@@ -72,6 +72,10 @@ ROWS = [
                                                                  eps),
                     "it calls F.layer_norm, PyTorch's own layer normalization"),
         module=(layer_norm_by_module, "it calls nn.LayerNorm"),
+        native=(lambda x, gamma, beta, eps=1e-5: getattr(torch, "native_" + "layer_norm")(
+            x, x.shape[-1:], gamma, beta, eps)[0], "it calls torch.native_layer_norm"),
+        native_named=(lambda x, gamma, beta, eps=1e-5: torch.native_layer_norm(
+            x, x.shape[-1:], gamma, beta, eps)[0], "it calls torch.native_layer_norm"),
         unbiased=(lambda *args, **kw: layer_norm(*args, **kw, correction=1),
                   "the variance divides by d_model - 1"),
         eps_outside=(lambda *args, **kw: layer_norm(*args, **kw, eps_place="outside"),
@@ -85,8 +89,7 @@ ROWS = [
                      "eps = 0.1 matters: values differ"),
         in_place=(layer_norm_in_place, "changed its argument `x` in place"),
     ),
-    *right(nb12.check_llama_d_ff, worked=256 * math.ceil(2 * 4 * 4096 / 3 / 256),
-           as_float=11008.0),
+    *right(nb12.check_llama_d_ff, worked=256 * math.ceil(2 * 4 * 4096 / 3 / 256)),
     *wrong(
         nb12.check_llama_d_ff,
         not_rounded=(8 * 4096 / 3, "is too low: that is (8/3) d_model itself; LLaMA rounds it up"),
@@ -97,6 +100,7 @@ ROWS = [
         next_multiple_too_far=(44 * 256, "is too high: count the weights of both networks"),
         parameter_count=(3 * 4096 * 11008, "is too high: count the weights"),
         a_string=("11008", "expected a number, got str"),
+        as_float=(11008.0, "11008.0 is a float: the exercise asks for an integer"),
     ),
     *right(nb12.check_pre_ln_block, worked=pre_ln_block, torch=pre_ln_block_by_torch),
     *wrong(

@@ -82,6 +82,17 @@ def rnn_jacobian_by_perturbation(s0, xs, w_h, w_x, h=1e-6):
     return np.array(rows)  # row i: how s_N moves when s_0[i] moves
 
 
+def rnn_jacobian_by_complex_step(s0, xs, w_h, w_x, h=1e-30):
+    """The complex-step derivative, Im s_N(s_0 + i h e_i) / h: exact to rounding, no chain rule."""
+    def run(s):
+        for x_t in xs:
+            s = np.tanh(s @ w_h + x_t @ w_x)
+        return s
+
+    return np.array([run(s0 + 1j * h * e).imag / h for e in np.eye(len(s0))]) if len(xs) else (
+        np.eye(len(s0)))
+
+
 def rnn_jacobian_by_autograd(s0, xs, w_h, w_x):
     w_h, w_x, xs = (torch.from_numpy(a) for a in (w_h, w_x, xs))
 
@@ -201,6 +212,8 @@ ROWS = [
         backward_order=(lambda *args: rnn_jacobian(*args, order="backward"),
                         "five steps, d = 4: the one-step matrices are multiplied in the reverse "
                         "order"),
+        complex_step=(rnn_jacobian_by_complex_step, "one step, d = 3: rnn_jacobian_by_complex_step "
+                      "gave np.tanh a complex argument: a complex-step estimate"),
         autograd=(rnn_jacobian_by_autograd, "one step, d = 3: rnn_jacobian_by_autograd must "
                   "apply the chain rule itself, in NumPy"),
         rows_scaled=(lambda s0, xs, w_h, w_x: nb13._rnn_jacobian_variant(
@@ -211,6 +224,8 @@ ROWS = [
     *right(nb13.check_decoder_layer_flops, worked=decoder_layer_flops),
     *wrong(
         nb13.check_decoder_layer_flops,
+        numpy_int=(lambda *args: np.int64(decoder_layer_flops(*args)), "its result has type int64, "
+                   "and the exercise asks for a Python int"),
         counted=(decoder_layer_flops_counted, "it uses FlopCounterMode, which counts the FLOPs "
                  "for you: the answer is a formula"),
         counted_imported_inside=(decoder_layer_flops_counted_inside,

@@ -120,6 +120,8 @@ ROWS = [
                   "mask: dtype: expected bool entries (torch.bool), got torch.int64"),
         float_padded=(lambda seqs, pad: pad_and_mask(seqs, pad, dtype=torch.float32),
                       "padded: dtype: expected integer entries (torch.int64), got torch.float32"),
+        int32_padded=(lambda seqs, pad: pad_and_mask(seqs, pad, dtype=torch.int32),
+                      "padded: dtype: expected torch.int64"),
         left_padded=(left_padded, "three lengths, pad 0: padded: values differ"),
         pads_the_input=(pad_in_place, "changed its argument `sequences` in place"),
     ),

@@ -134,6 +134,39 @@ def _no_sine(rule: str) -> Iterator[None]:
             setattr(module, "sin", saved[name])  # noqa: B010
 
 
+_COMPLEX_RULE = ("the rule is a formula in k and the ω_i: {name} was given a complex argument, and "
+                 "a complex exponential holds a sine as its imaginary part (e^(ix) = cos x + "
+                 "i sin x), so the rule counts it as one; the derived formula needs only cosines")
+
+
+@contextlib.contextmanager
+def _no_complex_exp(rule: str) -> Iterator[None]:
+    """While inside, ``np.exp``, ``torch.exp`` and ``cmath.exp`` raise :class:`RuleBroken` when
+    given a complex argument."""
+    import cmath
+
+    import torch
+
+    owners = [(np, "np"), (torch, "torch"), (cmath, "cmath")]
+    saved = [owner.exp for owner, _ in owners]
+
+    def watch(original: Callable, name: str) -> Callable:
+        def exp(x: object, *args: object, **kwargs: object) -> object:
+            if name == "cmath" or np.iscomplexobj(x) or (
+                    isinstance(x, torch.Tensor) and x.is_complex()):
+                raise RuleBroken(rule.format(name=f"{name}.exp"))
+            return original(x, *args, **kwargs)
+        return exp
+
+    try:
+        for (owner, name), original in zip(owners, saved, strict=True):
+            setattr(owner, "exp", watch(original, name))  # noqa: B010
+        yield
+    finally:
+        for (owner, _), original in zip(owners, saved, strict=True):
+            setattr(owner, "exp", original)  # noqa: B010
+
+
 _TABLE_RULE = ("the rule is a formula in k: {name} was called, which measures the dot products "
                "instead of deriving them")
 _NAMED_RULE = ("the rule is a formula in k and the ω_i: your code uses {name}, {why}; the "
@@ -215,8 +248,9 @@ def check_pe_dot(func: Callable) -> CheckResult:
     against dot products measured at p = 300, and at real offsets no table holds. Code that names
     ``sin``, ``sinusoidal_encoding`` or ``relative_position_matrix`` is refused; while ``func``
     runs, those functions and a sine (``np.sin``, ``math.sin``, ``torch.sin``) raise
-    :class:`RuleBroken`; right values from a cosine given an angle other than ±k·ω_i (a shifted
-    cosine, cos(x - π/2), is a sine) are refused too."""
+    :class:`RuleBroken`, and so does a complex exponential (``np.exp``, ``torch.exp`` of a
+    complex argument, ``cmath.exp``); right values from a cosine given an angle other than ±k·ω_i
+    (a shifted cosine, cos(x - π/2), is a sine) are refused too."""
     named = _library_names(func, set(_NAMED_WHY))
 
     import torch
@@ -227,7 +261,8 @@ def check_pe_dot(func: Callable) -> CheckResult:
         if named:
             raise RuleBroken(_NAMED_RULE.format(name=named[0], why=_NAMED_WHY[named[0]]))
         with _forbidden(_TABLE_RULE, "sinusoidal_encoding", "relative_position_matrix"), \
-                _no_sine(_SINE_RULE), _plain_cosines(k, d_model, foreign):
+                _no_sine(_SINE_RULE), _no_complex_exp(_COMPLEX_RULE), \
+                _plain_cosines(k, d_model, foreign):
             try:
                 got = func(k, d_model)
             except IndexError as error:

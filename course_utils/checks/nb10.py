@@ -55,10 +55,13 @@ _LIBRARY_RULE = ("your code uses {name}, which builds the mask (or does the whol
                  "(or tril/triu), and apply it with masked_fill")
 
 
-def _builds_own_mask(func: Callable, run: Callable) -> Callable:
-    """``run`` (``func`` inside the other rules' watch), refused with :class:`RuleBroken` when
-    ``func``'s code names one of the course's or PyTorch's attention or mask functions; a helper
-    of that name the learner wrote next to ``func`` is theirs and allowed."""
+def refusing_library(func: Callable, run: Callable, library: dict[str, str], rule: str,
+                     owners: list[tuple[object, str]]) -> Callable:
+    """``run`` (``func`` inside the other rules' watch), refused with :class:`RuleBroken` (``rule``
+    naming ``library[name]``) when ``func``'s code names one of ``library``'s names, when a global,
+    closure or default value it uses *is* one of the functions at ``owners`` (an alias such as
+    ``import ... as sa``), or when one of those is called while it runs (``getattr`` with a built
+    name); a helper of such a name the learner wrote next to ``func`` is theirs and allowed."""
     inner = inspect.unwrap(func)
     scope = getattr(inner, "__globals__", {})
 
@@ -66,15 +69,53 @@ def _builds_own_mask(func: Callable, run: Callable) -> Callable:
         value = scope.get(name)
         return inspect.isfunction(value) and value.__module__ == getattr(inner, "__module__", None)
 
-    used = sorted(name for name in names_used(func) & set(_LIBRARY) if not own(name))
+    originals = {id(getattr(owner, attr)): attr for owner, attr in owners}
+    names = names_used(func)
+    used = sorted(name for name in names & set(library) if not own(name))
+    values = [scope.get(name) for name in names]
+    values += [cell.cell_contents for cell in getattr(inner, "__closure__", None) or ()
+               if _filled(cell)]
+    values += list(getattr(inner, "__defaults__", None) or ())
+    used += [originals[id(value)] for value in values
+             if value is not None and id(value) in originals]
+
+    def refuse(attr: str) -> Callable:
+        def refused(*args: object, **kwargs: object) -> object:
+            raise RuleBroken(rule.format(name=library[attr]))
+        return refused
 
     @wraps_answer(func)
     def checked(*args: object) -> object:
         if used:
-            raise RuleBroken(_LIBRARY_RULE.format(name=_LIBRARY[used[0]]))
-        return run(*args)
+            raise RuleBroken(rule.format(name=library[used[0]]))
+        saved = [getattr(owner, attr) for owner, attr in owners]
+        try:
+            for owner, attr in owners:
+                setattr(owner, attr, refuse(attr))
+            return run(*args)
+        finally:
+            for (owner, attr), original in zip(owners, saved, strict=True):
+                setattr(owner, attr, original)
 
     return checked
+
+
+def _filled(cell: object) -> bool:
+    """Whether a closure cell holds a value yet."""
+    try:
+        cell.cell_contents  # type: ignore[attr-defined]  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+def _builds_own_mask(func: Callable, run: Callable) -> Callable:
+    """``run`` (``func`` inside the other rules' watch), refused with :class:`RuleBroken` when
+    ``func``'s code names, aliases or calls one of the course's or PyTorch's attention or mask
+    functions; a helper of that name the learner wrote next to ``func`` is theirs and allowed."""
+    owners = [(attention, "softmax_attention"), (attention, "causal_mask"),
+              (attention, "padding_mask"), (torch.nn.functional, "scaled_dot_product_attention")]
+    return refusing_library(func, run, _LIBRARY, _LIBRARY_RULE, owners)
 
 
 def _causal(q, k, v):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from course_utils import attention
 from course_utils.checks import (
@@ -18,10 +18,14 @@ from course_utils.checks import (
     check_function,
     check_number,
     exercise,
-    names_used,
     randn,
     wraps_answer,
 )
+from course_utils.checks.nb10 import refusing_library
+
+# The course's own functions, held here: while the learner's code runs they are replaced by
+# functions that refuse (see _writes_own_heads), and the reference still needs them.
+_SPLIT_HEADS, _MERGE_HEADS = attention.split_heads, attention.merge_heads
 
 
 def _mha(x, w_q, w_k, w_v, w_o, n_heads, *, plain_reshape=False, scale_by_d_model=False,
@@ -33,7 +37,7 @@ def _mha(x, w_q, w_k, w_v, w_o, n_heads, *, plain_reshape=False, scale_by_d_mode
     def split(t):
         if plain_reshape:
             return t.reshape(b, n_heads, n, d_k)
-        return attention.split_heads(t, n_heads)
+        return _SPLIT_HEADS(t, n_heads)
 
     q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_model if scale_by_d_model else d_k)
@@ -42,7 +46,7 @@ def _mha(x, w_q, w_k, w_v, w_o, n_heads, *, plain_reshape=False, scale_by_d_mode
         return (z @ w_o[:d_k]).sum(1)
     if plain_merge:  # (B, h, N, d_k) reshaped to (B, N, d_model) without the transpose back
         return z.reshape(b, n, d_model) @ w_o
-    return attention.merge_heads(z) @ w_o
+    return _MERGE_HEADS(z) @ w_o
 
 
 _MISTAKES = {
@@ -97,6 +101,8 @@ _LIBRARY = {
     "softmax_attention": "attention.softmax_attention",
     "scaled_dot_product_attention": "F.scaled_dot_product_attention",
     "compare_with_heads_loop": "nb11.compare_with_heads_loop",
+    "multi_head_attention_forward": "F.multi_head_attention_forward",
+    "MultiheadAttention": "nn.MultiheadAttention",
 }
 _LIBRARY_RULE = ("your code uses {name}, which does a step the exercise asks you to write: split "
                  "the heads with reshape and transpose, compute each head's attention with its "
@@ -104,24 +110,13 @@ _LIBRARY_RULE = ("your code uses {name}, which does a step the exercise asks you
 
 
 def _writes_own_heads(func: Callable, run: Callable) -> Callable:
-    """``run``, refused with :class:`RuleBroken` when ``func``'s code names one of the course's
-    head or attention functions (a helper of that name the learner wrote is theirs)."""
-    inner = inspect.unwrap(func)
-    scope = getattr(inner, "__globals__", {})
-
-    def own(name: str) -> bool:
-        value = scope.get(name)
-        return inspect.isfunction(value) and value.__module__ == getattr(inner, "__module__", None)
-
-    used = sorted(name for name in names_used(func) & set(_LIBRARY) if not own(name))
-
-    @wraps_answer(func)
-    def checked(*args: object) -> object:
-        if used:
-            raise RuleBroken(_LIBRARY_RULE.format(name=_LIBRARY[used[0]]))
-        return run(*args)
-
-    return checked
+    """``run``, refused with :class:`RuleBroken` when ``func``'s code names, aliases or calls one
+    of the course's head or attention functions or PyTorch's multi-head attention (a helper of
+    that name the learner wrote is theirs)."""
+    owners = [(attention, "split_heads"), (attention, "merge_heads"),
+              (attention, "softmax_attention"), (F, "scaled_dot_product_attention"),
+              (F, "multi_head_attention_forward"), (torch.nn, "MultiheadAttention")]
+    return refusing_library(func, run, _LIBRARY, _LIBRARY_RULE, owners)
 
 
 @exercise("debug")
@@ -130,7 +125,8 @@ def check_multi_head_attention(func: Callable) -> CheckResult:
     ``concat(head_1, …, head_h) W^O`` with ``head_i = softmax(Q_i K_iᵀ / √d_k) V_i`` and
     ``Q = x W^Q`` split into heads; x (B, N, d_model), every W (d_model, d_model). Code that names
     the course's ``split_heads``, ``merge_heads`` or ``softmax_attention`` (or
-    ``F.scaled_dot_product_attention``) is refused."""
+    ``F.scaled_dot_product_attention``, ``F.multi_head_attention_forward``,
+    ``nn.MultiheadAttention``) is refused, under any name."""
     def weights(d: int, seed: int) -> tuple[torch.Tensor, ...]:
         return tuple(randn(d, d, seed=seed + i, scale=d**-0.5) for i in range(4))
 

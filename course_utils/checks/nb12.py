@@ -8,13 +8,16 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from course_utils.checks import (
     Case,
+    CaseResult,
     CheckResult,
     RuleBroken,
+    Status,
     check_function,
     check_number,
     exercise,
@@ -61,34 +64,39 @@ _LIBRARY_RULE = ("it calls {name}, PyTorch's own layer normalization: the exerci
 
 @contextlib.contextmanager
 def _library_layer_norm_refused() -> Iterator[None]:
-    """``F.layer_norm``, ``torch.layer_norm`` and ``nn.LayerNorm`` raise :class:`RuleBroken`."""
+    """``F.layer_norm``, ``torch.layer_norm``, ``torch.native_layer_norm`` and ``nn.LayerNorm``
+    raise :class:`RuleBroken`."""
     def refuse(name: str) -> Callable:
         def refused(*args, **kwargs):
             raise RuleBroken(_LIBRARY_RULE.format(name=name))
         return refused
 
-    saved = (F.layer_norm, torch.layer_norm, torch.nn.LayerNorm.forward)
+    saved = (F.layer_norm, torch.layer_norm, torch.native_layer_norm,
+             torch.nn.LayerNorm.forward)
     F.layer_norm = refuse("F.layer_norm")
     torch.layer_norm = refuse("torch.layer_norm")
+    torch.native_layer_norm = refuse("torch.native_layer_norm")
     torch.nn.LayerNorm.forward = refuse("nn.LayerNorm")  # type: ignore[method-assign]
     try:
         yield
     finally:
-        F.layer_norm, torch.layer_norm = saved[:2]
-        torch.nn.LayerNorm.forward = saved[2]  # type: ignore[method-assign]
+        F.layer_norm, torch.layer_norm, torch.native_layer_norm = saved[:3]
+        torch.nn.LayerNorm.forward = saved[3]  # type: ignore[method-assign]
 
 
 def _named_ln_mistakes(func: Callable) -> Callable:
     """``func`` with the library's layer norm refused while it runs; an output that equals a known
     mistake's output is told which mistake."""
     scope = getattr(inspect.unwrap(func), "__globals__", {})
-    named = sorted(name for name in names_used(func) & {"layer_norm", "LayerNorm"}
+    named = sorted(name for name in names_used(func)
+                   & {"layer_norm", "LayerNorm", "native_layer_norm"}
                    if not inspect.isfunction(scope.get(name)))  # a library's, not the learner's
 
     @wraps_answer(func)
     def wrapper(x, gamma, beta, eps=1e-5):
         if named:
-            shown = {"layer_norm": "F.layer_norm", "LayerNorm": "nn.LayerNorm"}[named[0]]
+            shown = {"layer_norm": "F.layer_norm", "LayerNorm": "nn.LayerNorm",
+                     "native_layer_norm": "torch.native_layer_norm"}[named[0]]
             raise RuleBroken(_LIBRARY_RULE.format(name=shown))
         with _library_layer_norm_refused():
             got = func(x, gamma, beta, eps=eps)
@@ -110,7 +118,7 @@ def check_layer_norm(func: Callable) -> CheckResult:
     """``func(x, gamma, beta, eps=1e-5)``: ``γ (x − μ) / √(σ² + ε) + β`` over the last
     dimension, with the biased variance σ² (divide by d_model, not d_model − 1). A rejection
     names a forgotten ε, an ε outside the square root and the d − 1 variance. The rule: no
-    nn.LayerNorm or F.layer_norm (refused while ``func`` runs)."""
+    nn.LayerNorm, F.layer_norm or torch.native_layer_norm (refused while ``func`` runs)."""
     ones, zeros = torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
     cases = [
         Case((torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64), ones, zeros),
@@ -131,7 +139,8 @@ def check_layer_norm(func: Callable) -> CheckResult:
 def check_llama_d_ff(answer: Any) -> CheckResult:
     """LLaMA-7B's d_ff: the SwiGLU width whose three (d_model, d_ff) matrices hold the weights of
     two (d_model, 4 d_model) ones, (8/3) · 4096 = 10,922.7, rounded up to a multiple of 256 as
-    Meta's llama/model.py does: 11,008, exactly."""
+    Meta's llama/model.py does: 11,008, exactly, as an integer (a float such as 11008.0 is
+    refused: the exercise asks for an integer)."""
     d_model, multiple = 4096, 256
     same_count = 2 * 4 * d_model / 3
     expected = multiple * math.ceil(int(same_count) / multiple)
@@ -154,6 +163,11 @@ def check_llama_d_ff(answer: Any) -> CheckResult:
     }
     hint = ("count the weights of both networks as products of d_model and d_ff, set them equal, "
             "then round as the exercise says")
+    if isinstance(answer, (float, np.floating)) and float(answer).is_integer():
+        message = (f"{answer!r} is a float: the exercise asks for an integer (d_ff counts columns "
+                   "of a matrix), written without a decimal point")
+        print(f"  ✗ {label}: {message}")
+        return CheckResult("llama_d_ff", Status.FAILED, [CaseResult(label, False, message)])
     return check_number(answer, expected, name="llama_d_ff", label=label,
                         explanation=explanation, rtol=0.0, atol=0.0, hint=hint,
                         mistakes=mistakes)

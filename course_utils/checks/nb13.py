@@ -196,7 +196,8 @@ _JACOBIAN_SLIPS = (
 
 @contextlib.contextmanager
 def _autograd_refused(name: str) -> Iterator[None]:
-    """Within the block, autograd's entry points raise RuleBroken naming ``name``."""
+    """Within the block, autograd's entry points raise RuleBroken naming ``name``, and so does
+    ``np.tanh`` given a complex argument (a complex-step derivative)."""
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise RuleBroken(f"{name} must apply the chain rule itself, in NumPy: autograd computes "
                          "the very matrix it is compared with, so it is switched off here")
@@ -208,11 +209,21 @@ def _autograd_refused(name: str) -> Iterator[None]:
                (torch.autograd.functional, "jvp")]
     patched += [(torch.func, attr) for attr in ("jacrev", "jacfwd", "vjp", "jvp", "grad")]
     saved = [(owner, attr, getattr(owner, attr)) for owner, attr in patched]
+    def real_tanh(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if np.iscomplexobj(x):
+            raise RuleBroken(f"{name} gave np.tanh a complex argument: a complex-step estimate, "
+                             "Im f(s_0 + i h e_i) / h, is a measurement, not the chain rule by "
+                             "hand, and it is refused too")
+        return tanh(x, *args, **kwargs)
+
+    tanh = np.tanh
     try:
         for owner, attr, _ in saved:
             setattr(owner, attr, refuse)
+        np.tanh = real_tanh
         yield
     finally:
+        np.tanh = tanh
         for owner, attr, original in saved:
             setattr(owner, attr, original)
 
@@ -225,7 +236,8 @@ def check_rnn_jacobian(func: Callable[..., np.ndarray]) -> CheckResult:
     """``func(s0, xs, w_s, w_x)``: for s_t = tanh(s_{t−1} W_s + x_t W_x), the (d, d) matrix J with
     δs_N = δs_0 J, J[i, j] = ∂s_N[j]/∂s_0[i], by the chain rule: autograd is refused while
     ``func`` runs, and the tolerance (rtol 1e-11, atol 1e-13) is too tight for a finite
-    difference. Compared with autograd; the transpose (the column convention's Jacobian), the
+    difference; a complex-step estimate (np.tanh of a complex argument) is refused. Compared with
+    autograd; the transpose (the column convention's Jacobian), the
     reverse order of the factors and a slope taken at the wrong number are named as such."""
     rng = np.random.default_rng(13)
 
@@ -341,6 +353,9 @@ def check_decoder_layer_flops(func: Callable[[int, int, int, int], int]) -> Chec
                      if got == slip]
             if len(named) == 1:  # two slips can give the same number: then values decide
                 raise RuleBroken(named[0])
+        if isinstance(got, numbers.Integral) and type(got) is not int:  # compare names a float
+            raise RuleBroken(f"its result has type {type(got).__name__}, and the exercise asks "
+                             "for a Python int (int(...) converts a NumPy integer)")
         return got
 
     return check_function(watched, cases=cases, reference=_decoder_layer_flops,

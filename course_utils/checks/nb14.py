@@ -31,7 +31,8 @@ def _pad_and_mask(sequences: list[list[int]], pad_id: int) -> tuple[torch.Tensor
 
 @exercise("practice")
 def check_pad_and_mask(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> CheckResult:
-    """``func(sequences, pad_id)`` = (right-padded int64 (B, N_max), bool mask True = real)."""
+    """``func(sequences, pad_id)`` = (right-padded int64 (B, N_max), bool mask True = real); the
+    dtypes exactly (an int32 ``padded`` is refused)."""
     cases = [
         Case(([[5, 6, 7], [8], [9, 10]], 0), "three lengths, pad 0"),
         Case(([[4, 4], [4, 4]], 0), "equal lengths: no padding at all"),
@@ -40,7 +41,19 @@ def check_pad_and_mask(func: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -
         Case(([[2, 0, 5], [7]], 0), "a real 0 inside a sentence: the mask comes from the lengths"),
         Case(([], 0), "no sequences", raises=ValueError),
     ]
-    return check_function(func, cases=cases, reference=_pad_and_mask, name="pad_and_mask",
+
+    @wraps_answer(func)
+    def int64_ids(sequences: list[list[int]], pad_id: int) -> Any:
+        got = func(sequences, pad_id)
+        padded = got[0] if isinstance(got, tuple) and len(got) == 2 else None
+        if (isinstance(padded, torch.Tensor) and not padded.is_floating_point()
+                and padded.dtype not in (torch.int64, torch.bool)):
+            raise RuleBroken(f"padded: dtype: expected torch.int64, got {padded.dtype}: the ids "
+                             "must be int64, the integers nn.Embedding and cross_entropy's "
+                             "targets are given throughout the course")
+        return got
+
+    return check_function(int64_ids, cases=cases, reference=_pad_and_mask, name="pad_and_mask",
                           names=("padded", "mask"))
 
 

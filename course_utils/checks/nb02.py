@@ -44,9 +44,9 @@ def _refuse_product() -> NoReturn:
 
 class _RowsOnly(np.ndarray):
     """An array that enforces Exercise 1's rule: no ready-made product, no multiplication of more
-    than one row of b at a time (all of b at once, or all rows at once, by broadcasting), no read of a whole column
-    (a loop over the columns of b), and no more reads than a row-by-row product needs (entry by
-    entry reads b far more often)."""
+    than one row of b at a time (all of b at once, or all rows at once, by broadcasting), no read
+    of a whole column (a loop over the columns of b), and no more reads than a row-by-row product
+    needs (entry by entry reads b far more often)."""
 
     budget = {"reads": 0, "limit": 0, "row": 0}
 

@@ -14,7 +14,7 @@
 #                   the package
 #   make explore    the property tests with fresh random examples (make test's are fixed)
 #   make glossary   notebooks/glossary.md from the concept registry notebooks/concepts.toml
-#   make gpu-check  on a CUDA machine: GPU tests, notebook 16 and the benchmark on the GPU
+#   make gpu-check  on a CUDA machine: GPU tests, notebook 17 and the benchmark on the GPU
 # CONSTRAINTS=path pins versions (CI uses .ci/constraints.txt, whose torch==2.13.0 is the CPU
 # build: CI's machines have it in their local package cache, and PyPI's plain `torch` would pull
 # the CUDA build); JOBS sets pytest-xdist workers.

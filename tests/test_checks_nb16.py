@@ -1,321 +1,37 @@
 """Notebook 16's checkers: right answers pass, plausible mistakes fail with a reason."""
 
-import math
-
 import numpy as np
-import torch
 from checker_table import right, table_test, wrong
 
-from course_utils import tiled
 from course_utils.checks import nb16
 
 
-def online_softmax_stats(chunks, start=-math.inf, rescale=True):
-    m, ell = start, 0.0
-    for chunk in chunks:
-        m_new = max(m, float(chunk.max()))
-        ell = ell * (math.exp(m - m_new) if rescale else 1.0) + float(np.exp(chunk - m_new).sum())
-        m = m_new
-    return m, ell
-
-
-def online_softmax_stats_by_merging(chunks):
-    m, ell = -math.inf, 0.0
-    for chunk in chunks:
-        m, ell = tiled.merge_softmax_stats(m, ell, *tiled.online_softmax_stats(chunk))
-    return m, ell
-
-
-def online_softmax_stats_per_score(chunks):  # section 2's loop inside each chunk
-    m, ell = -math.inf, 0.0
-    for chunk in chunks:
-        for value in chunk:
-            m_new = max(m, float(value))
-            ell = ell * math.exp(m - m_new) + math.exp(float(value) - m_new)
-            m = m_new
-    return m, ell
-
-
-def online_softmax_stats_in_logs(chunks):
-    m, lse = -math.inf, -math.inf                      # the max and log Σ e^x so far
-    for chunk in chunks:                               # each chunk is used before the next
-        m = max(m, float(chunk.max()))
-        lse = np.logaddexp(lse, np.logaddexp.reduce(chunk))   # never overflows
-    return m, float(np.exp(lse - m))                   # ℓ = Σ e^(x - m) = e^(lse - m)
-
-
-def two_passes_over_a_list(chunks):
-    kept = list(chunks)
-    m = max(float(c.max()) for c in kept)
-    return m, sum(float(np.exp(c - m).sum()) for c in kept)
-
-
-def concatenated(chunks):
-    x = np.concatenate(list(chunks))
-    return float(x.max()), float(np.exp(x - x.max()).sum())
-
-
-def copied(chunks):
-    kept = [c.copy() for c in chunks]
-    m = max(float(c.max()) for c in kept)
-    return m, sum(float(np.exp(c - m).sum()) for c in kept)
-
-
-def array_copies_kept(chunks):  # np.array copies the values: nothing goes stale
-    kept = [np.array(c) for c in chunks]
-    m = max(float(c.max()) for c in kept)
-    return m, sum(float(np.exp(c - m).sum()) for c in kept)
-
-
-def tensor_copies_kept(chunks):  # torch's allocator is outside what tracemalloc sees
-    kept = [torch.tensor(np.asarray(c)) for c in chunks]
-    m = max(float(c.max()) for c in kept)
-    return m, sum(float(torch.exp(c - m).sum()) for c in kept)
-
-
-def shifted_copies_kept(chunks):  # c + 0.0 is a new array too
-    kept = [c + 0.0 for c in chunks]
-    m = max(float(c.max()) for c in kept)
-    return m, sum(float(np.exp(c - m).sum()) for c in kept)
-
-
-def floats_kept(chunks):
-    kept = []
-    for chunk in chunks:
-        kept.extend(float(x) for x in chunk)
-    m = max(kept)
-    return m, sum(math.exp(x - m) for x in kept)
-
-
-def array_of_each_chunk_used_at_once(chunks):  # np.array(chunk) is fine when used right away
-    m, ell = -math.inf, 0.0
-    for chunk in chunks:
-        x = np.array(chunk)
-        m, ell = tiled.merge_softmax_stats(m, ell, *tiled.online_softmax_stats(x))
-    return m, ell
-
-
-def read_twice(chunks):
-    m = max(float(c.max()) for c in chunks)
-    return m, sum(float(np.exp(c - m).sum()) for c in chunks)
-
-
-def chunk_max_only(chunks):  # each chunk's sum against its own max, added without rescaling
-    m, ell = -math.inf, 0.0
-    for chunk in chunks:
-        ell += float(np.exp(chunk - chunk.max()).sum())
-        m = max(m, float(chunk.max()))
-    return m, ell
-
-
-def causal_block_forward(q, q_start, blocks, stop=True, strict=False, rescale=True,
-                         early=False):
-    q = q / math.sqrt(q.shape[1])
-    rows = q_start + np.arange(len(q))
-    m, ell, acc, k_start = np.full(len(q), -np.inf), np.zeros(len(q)), 0.0, 0
-    for k, v in blocks:
-        keys = k_start + np.arange(len(k))
-        allowed = keys[None, :] < rows[:, None] if strict else keys[None, :] <= rows[:, None]
-        s = np.where(allowed, q @ k.T, -np.inf)
-        m_new = np.maximum(m, s.max(axis=1))
-        p = np.exp(s - m_new[:, None])
-        alpha = np.exp(m - m_new) if rescale else 1.0
-        ell = alpha * ell + p.sum(axis=1)
-        acc = (alpha[:, None] if rescale else 1.0) * acc + p @ v
-        m = m_new
-        k_start += len(k)
-        if stop and (k_start >= rows[-1] if early else k_start > rows[-1]):
-            break
-    return acc / ell[:, None], m + np.log(ell)
-
-
-def causal_by_merging(q, q_start, blocks):  # exact attention per block, merged block by block
-    out, lse, k_start = None, None, 0
-    for k, v in blocks:
-        keys = k_start + np.arange(len(k))
-        s = q @ k.T / math.sqrt(q.shape[1])
-        s = np.where(keys[None, :] <= q_start + np.arange(len(q))[:, None], s, -np.inf)
-        m = s.max(axis=1)
-        safe = np.where(np.isneginf(m), 0.0, m)
-        p = np.exp(s - safe[:, None])
-        total = p.sum(axis=1)
-        part_out = np.divide(p @ v, total[:, None], out=np.zeros((len(q), v.shape[1])),
-                             where=total[:, None] > 0)
-        with np.errstate(divide="ignore"):
-            part_lse = safe + np.log(total)
-        if out is None:
-            out, lse = part_out, part_lse
-        else:
-            out, lse = tiled.merge_attention_partials(out, lse, part_out, part_lse)
-        k_start += len(k)
-        if k_start > q_start + len(q) - 1:
-            break
-    return out, lse
-
-
-def causal_in_logs(q, q_start, blocks):
-    scaled = q / math.sqrt(q.shape[1])
-    rows = q_start + np.arange(len(q))[:, None]        # (B_q, 1): the queries' positions
-    lse = np.full(len(q), -np.inf)                     # log-sum-exp of the keys seen so far
-    out = 0.0                                          # attention over the keys seen so far
-    first = 0                                          # position of the block's first key
-    for k_blk, v_blk in blocks:
-        cols = first + np.arange(len(k_blk))[None, :]  # (1, B_k): the keys' positions
-        scores = np.where(cols <= rows, scaled @ k_blk.T, -np.inf)
-        new_lse = np.logaddexp(lse, np.logaddexp.reduce(scores, axis=1))
-        # the old output carries weight e^(lse - new_lse); each new key e^(score - new_lse)
-        out = np.exp(lse - new_lse)[:, None] * out + np.exp(scores - new_lse[:, None]) @ v_blk
-        lse = new_lse
-        first += len(k_blk)
-        if first > rows[-1, 0]:                        # the next block is wholly in the future
-            break
-    return out, lse
-
-
-def causal_concatenated(q, q_start, blocks):  # every block kept, then one softmax
-    kept, seen = [], 0
-    for k, v in blocks:
-        kept.append((k, v))
-        seen += len(k)
-        if seen > q_start + len(q) - 1:
-            break
-    k = np.concatenate([k for k, _ in kept])
-    v = np.concatenate([v for _, v in kept])
-    s = q @ k.T / math.sqrt(q.shape[1])
-    s = np.where(np.arange(len(k))[None, :] <= q_start + np.arange(len(q))[:, None], s, -np.inf)
-    p = np.exp(s - s.max(axis=1, keepdims=True))
-    return p @ v / p.sum(axis=1, keepdims=True), s.max(axis=1) + np.log(p.sum(axis=1))
-
-
-def causal_copies_kept(q, q_start, blocks):  # copies of every block, then one softmax
-    keys, values, seen = [], [], 0
-    for k, v in blocks:
-        keys.append(np.array(k))
-        values.append(np.array(v))
-        seen += len(k)
-        if seen > q_start + len(q) - 1:
-            break
-    k, v = np.concatenate(keys), np.concatenate(values)
-    s = q @ k.T / math.sqrt(q.shape[1])
-    s = np.where(np.arange(len(k))[None, :] <= q_start + np.arange(len(q))[:, None], s, -np.inf)
-    p = np.exp(s - s.max(axis=1, keepdims=True))
-    return p @ v / p.sum(axis=1, keepdims=True), s.max(axis=1) + np.log(p.sum(axis=1))
-
-
-def causal_tensor_copies_kept(q, q_start, blocks):  # every block kept as a torch tensor
-    keys, values, seen = [], [], 0
-    for k, v in blocks:
-        keys.append(torch.from_numpy(np.array(k)))
-        values.append(torch.from_numpy(np.array(v)))
-        seen += len(k)
-        if seen > q_start + len(q) - 1:
-            break
-    return causal_copies_kept(q, q_start, zip(torch.cat(keys).numpy(), torch.cat(values).numpy(),
-                                             strict=True))
-
-
-def tile_backward(q, k, v, out, lse, grad_out, d_term=True, scale_q=True, tile_softmax=False):
-    scale = 1 / math.sqrt(q.shape[1])
-    s = q @ k.T * scale
-    p = torch.softmax(s, dim=1) if tile_softmax else torch.exp(s - lse[:, None])
-    dv = p.T @ grad_out
-    dp = grad_out @ v.T
-    delta = (grad_out * out).sum(dim=1, keepdim=True) if d_term else 0.0
-    ds = p * (dp - delta)
-    return ds @ k * (scale if scale_q else 1.0), ds.T @ q * scale, dv
-
-
-def tile_backward_exp_then_divide(q, k, v, out, lse, grad_out):
-    scale = 1 / math.sqrt(q.shape[1])
-    p = torch.exp(q @ k.T * scale) / torch.exp(lse)[:, None]
-    ds = p * (grad_out @ v.T - (grad_out * out).sum(dim=1, keepdim=True))
-    return ds @ k * scale, ds.T @ q * scale, p.T @ grad_out
+def mean(x):
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        raise ValueError("x must not be empty")
+    return float(np.sum(x) / x.size)
 
 
 ROWS = [
-    *right(nb16.check_online_softmax_stats, worked=online_softmax_stats,
-           by_merging=online_softmax_stats_by_merging, per_score=online_softmax_stats_per_score,
-           in_logs=online_softmax_stats_in_logs,
-           array_used_at_once=array_of_each_chunk_used_at_once),
+    *right(nb16.check_mean, worked=mean),
     *wrong(
-        nb16.check_online_softmax_stats,
-        two_passes_over_a_list=(two_passes_over_a_list, "it uses a chunk after the next one "
-                                "arrived: chunks is read once, one chunk at a time, each in the "
-                                "same reused buffer, so a kept chunk goes stale"),
-        concatenated=(concatenated, "it uses a chunk after the next one arrived"),
-        copied=(copied, "it copies a chunk to keep it: chunks is read once"),
-        read_twice=(read_twice, "it reads chunks a second time: chunks is read once"),
-        array_copies_kept=(array_copies_kept, "nothing kept between chunks, not even a copy: it "
-                           "keeps what it reads"),
-        shifted_copies_kept=(shifted_copies_kept, "it keeps what it reads: after"),
-        tensor_copies_kept=(tensor_copies_kept, "it calls `tensor`: chunks are used as they "
-                            "arrive, with NumPy, and not turned into (or joined as) PyTorch "
-                            "tensors"),
-        floats_kept=(floats_kept, "nothing is kept for a second pass"),
-        starts_at_zero=(lambda x: online_softmax_stats(x, start=0.0),
-                        "all negative: m starts at -inf, not 0: m: values differ: expected -3.0, "
-                        "got 0.0"),
-        no_rescale=(lambda x: online_softmax_stats(x, rescale=False),
-                    "the max rises with every chunk: rescale ℓ: ℓ: values differ"),
-        chunk_max_only=(chunk_max_only, "the max rises with every chunk: rescale ℓ: ℓ: values "
-                        "differ"),
+        nb16.check_mean,
+        divides_by_n_minus_1=(lambda x: np.sum(x) / (len(x) - 1), "expected 3.0, got 4.0"),
+        median=(np.median, "expected 3.0, got 2.5"),
+        no_empty_check=(np.mean, "should raise ValueError, returned nan"),
     ),
-    *right(nb16.check_skipped_tiles, exact=28),
+    *right(nb16.check_sum_to_1000, worked=500500),
     *wrong(
-        nb16.check_skipped_tiles,
-        half=(128, "128 is too high: for each of the 8 query blocks, find the last key block"),
-        square_triangle=(496, "496 is too high"),
-        top_left=(220, "220 is too high: that aligns the mask top-left"),
-        visited=(228, "228 is too high: that counts visited tiles, not skipped ones"),
-        one_short=(27, "27 is too low"),
+        nb16.check_sum_to_1000,
+        n_squared_over_2=(1000**2 // 2, "expected about 500500"),
+        one_too_many=(1001 * 1002 // 2, "got 501501"),
     ),
-    *right(nb16.check_decode_intensity, exact=223, as_float=223.0),
+    *right(nb16.check_sum_of_squares, worked=lambda n: n * (n + 1) * (2 * n + 1) // 6),
     *wrong(
-        nb16.check_decode_intensity,
-        rounded_down=(222, "222 is too low: at B = 222 the intensity is 200.3, still below 200.6: "
-                      "round up"),
-        not_rounded=(222.4, "at B = 222 the intensity is 200.3, still below 200.6: round up"),
-        near_below=(219, "219 is too low: write the FLOPs and the bytes for B sequences"),
-        near_above=(227, "227 is too high: write the FLOPs and the bytes for B sequences"),
-        intensity_is_batch=(201, "201 is too low: that takes the intensity to be B itself"),
-        one=(1, "that is one sequence"),
-        float32=(500, "that counts 4 bytes a number"),
-        other=(100, "100 is too low: write the FLOPs and the bytes for B sequences"),
-        string=("223 sequences", "expected a number, got str"),
-    ),
-    *right(nb16.check_causal_block_forward, worked=causal_block_forward,
-           by_merging=causal_by_merging, in_logs=causal_in_logs),
-    *wrong(
-        nb16.check_causal_block_forward,
-        reads_every_block=(lambda *a: causal_block_forward(*a, stop=False),
-                           "it reads key block 3 (keys 12 on), which lies wholly after the last "
-                           "query (position 11): a causal loop stops before it"),
-        concatenated=(causal_concatenated, "it uses a block after the next one arrived: blocks is "
-                      "read once"),
-        copies_kept=(causal_copies_kept, "none kept, not even a copy: it keeps what it reads"),
-        tensor_copies_kept=(causal_tensor_copies_kept, "it calls `cat`: blocks are used as they "
-                            "arrive, with NumPy, and not turned into (or joined as) PyTorch "
-                            "tensors"),
-        strict_mask=(lambda *a: causal_block_forward(*a, strict=True),
-                     "queries 0-3: only the diagonal block, masked inside: out: values differ"),
-        one_block_early=(lambda *a: causal_block_forward(*a, early=True),
-                         "queries 5-8: the next block starts at the last query (key 8), so the "
-                         "loop must read it: out: values differ"),
-        no_rescale=(lambda *a: causal_block_forward(*a, rescale=False),
-                    "the max rises in every block: rescale ℓ and the accumulator: out: values "
-                    "differ"),
-    ),
-    *right(nb16.check_tile_backward, worked=tile_backward),
-    *wrong(
-        nb16.check_tile_backward,
-        given=(nb16.tile_backward_given, "the second of two key tiles: the tile holds only some "
-               "of each row's keys: dq: values differ"),
-        missing_d=(lambda *a: tile_backward(*a, d_term=False),
-                   "one tile holding every key: the whole gradient: dq: values differ"),
-        missing_scale=(lambda *a: tile_backward(*a, scale_q=False),
-                       "one tile holding every key: the whole gradient: dq: values differ"),
-        exp_then_divide=(tile_backward_exp_then_divide,
-                         "scores near 800: exp(S) alone overflows: dq: values differ"),
+        nb16.check_sum_of_squares,
+        cube_over_3=(lambda n: n**3 // 3, "n = 2: values differ: expected 5, got 2"),
+        float_division=(lambda n: n * (n + 1) * (2 * n + 1) / 6, "expected an integer"),
     ),
 ]
 

@@ -90,7 +90,7 @@ def test_a_use_before_the_introducing_section_fails_within_its_notebook():
     ("02", 3, "> **Preview (notebook 15).** The KV cache keeps the keys\n> of earlier tokens.\n"),
     ("00", next(i for i, _, text in NOTEBOOKS["00"].headings if text == "Notation") + 1,
      "| KV cache | the keys and values kept while decoding | 15 |"),
-    ("16", 3, "A KV cache again."),
+    ("17", 3, "A KV cache again."),
 ])
 def test_previews_the_notation_table_and_later_notebooks_are_allowed(number, index, source):
     assert new_uses(with_cell(number, index, "markdown", source), "KV cache") == []

@@ -24,7 +24,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = ROOT / "build" / "site-screenshots"
 SHOT_PAGES = ("index", "05_exponentials_logarithms_and_softmax",
-              "16_complexity_and_tiled_attention")
+              "17_complexity_and_tiled_attention")
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ pytest.importorskip("triton")
 
 from course_utils import triton_attention as ta  # noqa: E402
 
-# (dtype, head dimension, causal): notebook 16 (float32 d = 72, 48 causal and d = 64 not; float16
+# (dtype, head dimension, causal): notebook 17 (float32 d = 72, 48 causal and d = 64 not; float16
 # d = 64 causal, and d = 64 not in its GPU benchmark) and benchmarks/attention.py (float16, d = 64).
 USED = [("float32", 72, True), ("float32", 48, True), ("float32", 64, False),
         ("float16", 64, True), ("float16", 64, False), ("bfloat16", 64, False)]

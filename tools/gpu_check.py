@@ -2,7 +2,7 @@
 
 1. the GPU-relevant tests (the Triton kernel against PyTorch on the GPU, the device and backend
    logic, tiled attention),
-2. notebook 16 executed on the GPU (compiled Triton kernel, the TFLOP/s curve), into a temporary
+2. notebook 17 executed on the GPU (compiled Triton kernel, the TFLOP/s curve), into a temporary
    copy: the stored outputs are left alone,
 3. ``benchmarks/attention.py --quick`` (CPU table, then the GPU table),
 
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ["tests/test_triton_attention.py", "tests/test_triton_compile.py", "tests/test_env.py",
          "tests/test_tiled.py", "tests/test_attention.py"]
-NOTEBOOK = "notebooks/16_complexity_and_tiled_attention.ipynb"
+NOTEBOOK = "notebooks/17_complexity_and_tiled_attention.ipynb"
 
 
 def step(name: str, command: list[str], env: dict[str, str]) -> tuple[str, bool, float, str]:
@@ -47,8 +47,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         results = [
             step("tests", [python, "-m", "pytest", "-q", "-x", *TESTS], env),
-            step("notebook 16", [python, "-m", "jupyter", "nbconvert", "--to", "notebook",
-                                 "--execute", "--output-dir", tmp, "--output", "16_gpu.ipynb",
+            step("notebook 17", [python, "-m", "jupyter", "nbconvert", "--to", "notebook",
+                                 "--execute", "--output-dir", tmp, "--output", "17_gpu.ipynb",
                                  "--ExecutePreprocessor.timeout=300", NOTEBOOK], env),
             step("benchmark", [python, "benchmarks/attention.py", "--quick"], env),
         ]

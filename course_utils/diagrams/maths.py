@@ -63,8 +63,8 @@ def pipeline() -> Figure:
     feed-forward → logits → softmax); bottom row, right to left, training (cross-entropy →
     gradients → optimizer), and an arrow from the optimizer back to the weights. Attention and
     feed-forward sit in a bracket repeated L times (with the residuals and layer norm of 12);
-    notes name 15 (today's language models) and 16 (tiled attention), and 01–04, the
-    mathematics used everywhere. Returns the ``Figure``.
+    notes name 15 (today's language models), 16 (fast generation) and 17 (tiled attention), and
+    01–04, the mathematics used everywhere. Returns the ``Figure``.
     """
     fig, ax = _white_figure((8.6, 4.7))
     spacing = 2.15
@@ -108,7 +108,7 @@ def pipeline() -> Figure:
     notes = ("underneath everything: tensors 01 · matrix products 02 · eigenvalues 03 · "
              "probability 04\n"
              "today's language models (decoder-only, RoPE, KV cache): 15 · "
-             "tiled attention (no N×N matrix): 16")
+             "fast generation: 16 · tiled attention: 17")
     ax.text(top_x[0] - 0.75, bottom - 1.3, notes, ha="left", va="top", fontsize=9,
             color=BLACK, linespacing=1.6)
     ax.set(xlim=(top_x[0] - 1.0, top_x[-1] + 1.0), ylim=(bottom - 2.15, top + 2.45))

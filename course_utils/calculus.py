@@ -95,7 +95,7 @@ def gradient_check(
 
 
 def softmax_jacobian(z: ArrayLike, axis: int = -1) -> np.ndarray:
-    """``d softmax(z)_i / d z_j = p_i (delta_ij - p_j)``, i.e. ``diag(p) - p p^T``.
+    """``d softmax(z)_i / d z_j = p_i (delta_ij - p_j)``, i.e. ``diag(p) - pᵀp`` (p a row).
 
     ``z`` of shape ``(..., n)`` (softmax along the last axis) gives ``(..., n, n)``; the rows of
     each Jacobian sum to 0 because the probabilities always sum to 1.

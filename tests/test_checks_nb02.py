@@ -88,6 +88,28 @@ def matmul_broadcast_of_views(a, b):  # right numbers, all rows at once, on plai
     return (a[:, :, None] * b[None]).sum(axis=1).astype(np.result_type(a, b))
 
 
+def matmul_columns_of_a_copy(a, b):  # right numbers, a column loop on plain copies
+    require_inner(a, b)
+    a, b = np.array(a), np.array(b)
+    c = np.zeros((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            c[i, j] = (a[i] * b[:, j]).sum()
+    return c
+
+
+def matmul_broadcast_of_copies(a, b):  # right numbers, all rows at once, on copies made by a ufunc
+    require_inner(a, b)
+    a, b = a + 0, b + 0
+    return (a[:, :, None] * b[None]).sum(axis=1).astype(np.result_type(a, b))
+
+
+def matmul_rows_zipped(a, b):  # the rule kept: rows of b by iteration, np.array at the end
+    require_inner(a, b)
+    rows = [sum(w * row for w, row in zip(weights, b, strict=True)) for weights in a]
+    return np.array(rows, dtype=np.result_type(a, b))
+
+
 def similarity_matrix(e, axis=1):
     norms = np.linalg.norm(e, axis=axis, keepdims=True)
     if np.any(norms == 0):
@@ -123,7 +145,7 @@ def batched_scores_axis_in_front(q, k):  # the new axis at the front: batch meet
 
 
 ROWS = [
-    *right(nb02.check_matmul_rows, worked=matmul_rows),
+    *right(nb02.check_matmul_rows, worked=matmul_rows, zipped=matmul_rows_zipped),
     *wrong(
         nb02.check_matmul_rows,
         # the loophole of the old exercise: right numbers, all rows at once
@@ -150,6 +172,10 @@ ROWS = [
         operator_on_plain_arrays=(matmul_of_plain_arrays, "it uses a ready-made product"),
         broadcast_on_plain_views=(matmul_broadcast_of_views,
                                   "it turns the inputs into plain arrays (view)"),
+        column_loop_on_copies=(matmul_columns_of_a_copy, "(2, 3) @ (3, 4): it works on a plain "
+                               "copy of b, out of the checker's sight (np.array(b), np.copy(b) "
+                               "or b + 0 makes one): the checker saw 0 of the m k = 6"),
+        broadcast_on_copies=(matmul_broadcast_of_copies, "it works on a plain copy of b"),
         float_result=(lambda a, b: matmul_rows(a, b).astype(np.float64),
                       "integers out: dtype: expected int64, got float64"),
         weights_from_a_column=(matmul_rows_weights_from_column, "values differ"),

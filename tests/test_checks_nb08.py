@@ -35,6 +35,35 @@ def sigmoid_backward_on_copy(v):  # the engine's chain on a copy of v finds the 
     return Value(chain.data, (v,), (copy.grad,), "sigmoid")
 
 
+def sigmoid_slope_in_v(v):  # the same derivative written in v: the checker cannot tell
+    e = math.exp(-abs(v.data))  # e^-v for v >= 0, e^v for v < 0
+    s = 1 / (1 + e) if v.data >= 0 else e / (1 + e)
+    return Value(s, (v,), (e / (1 + e) ** 2,), "sigmoid")
+
+
+def sigmoid_torch_backward_on_copy(v):  # PyTorch's backward pass on a copy finds the slope
+    t = torch.tensor(v.data, dtype=torch.float64, requires_grad=True)
+    o = torch.sigmoid(t)
+    o.backward()
+    return Value(o.item(), (v,), (t.grad.item(),), "sigmoid")
+
+
+def sigmoid_torch_grad_on_copy(v):
+    t = torch.tensor(v.data, dtype=torch.float64, requires_grad=True)
+    (slope,) = torch.autograd.grad(torch.sigmoid(t), t)
+    return Value(torch.sigmoid(t).item(), (v,), (slope.item(),), "sigmoid")
+
+
+ENGINE_BACKWARD = Value.backward  # saved before the check, as a learner's notebook cell could
+
+
+def sigmoid_saved_backward_on_copy(v):  # the engine's backward under another name
+    copy = Value(v.data)
+    chain = 1 / (1 + (-copy).exp()) if v.data >= 0 else copy.exp() / (1 + copy.exp())
+    ENGINE_BACKWARD(chain)
+    return Value(chain.data, (v,), (copy.grad,), "sigmoid")
+
+
 def sigmoid_central_difference(v, h=1e-5):  # one node, but a numerical slope
     def f(x):
         return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
@@ -119,7 +148,7 @@ def uncorrected_simulated(t, lr, beta1, beta2):
 
 
 ROWS = [
-    *right(nb08.check_sigmoid, node=sigmoid),
+    *right(nb08.check_sigmoid, node=sigmoid, slope_in_v=sigmoid_slope_in_v),
     *wrong(
         nb08.check_sigmoid,
         overflows=(sigmoid_overflowing, "x = -800: e^800 overflows a float; for x < 0 write the "
@@ -137,8 +166,17 @@ ROWS = [
         a_float=(lambda v: sigmoid(v).data, "raised TypeError: sigmoid must return a Value, got "
                  "float"),
         detached=(lambda v: Value(sigmoid(v).data), "the node returned has no parents"),
-        backward_on_copy=(sigmoid_backward_on_copy, "it called Value.backward. A backward pass "
-                          "run on a copy, or a numerical slope, finds the derivative for you"),
+        backward_on_copy=(sigmoid_backward_on_copy, "it ran Value.backward (the engine's "
+                          "backward pass). A backward pass run on a copy (the engine's or "
+                          "PyTorch's), or a numerical slope, finds the derivative for you"),
+        saved_backward_on_copy=(sigmoid_saved_backward_on_copy, "x = -3: the rule is one new "
+                                "node with the local derivative you derived: it ran "
+                                "Value.backward (the engine's backward pass)"),
+        torch_backward_on_copy=(sigmoid_torch_backward_on_copy, "sigmoid(0) = 0.5, slope 0.25: "
+                                "the rule is one new node with the local derivative you derived: "
+                                "it ran Tensor.backward (PyTorch's backward pass)"),
+        torch_grad_on_copy=(sigmoid_torch_grad_on_copy,
+                            "it ran torch.autograd.grad (PyTorch's backward pass)"),
         central_difference=(sigmoid_central_difference, "sigmoid(0) = 0.5, slope 0.25: "
                             "d sigmoid / dx: values differ"),
         two_nodes=(sigmoid_two_nodes, "it built 2 Value nodes"),
@@ -159,6 +197,10 @@ ROWS = [
         calls_backward=(lambda r: r.backward(),
                         "the rule is to write the backward pass yourself: root.backward() was "
                         "called"),
+        saved_engine_backward=(lambda root: ENGINE_BACKWARD(root),
+                               "a*a + a at a = 3: a is used three times, so 2a + 1 = 7: the rule "
+                               "is to write the backward pass yourself: Value.backward (the "
+                               "engine's backward pass) ran, under another name"),
     ),
     *right(nb08.check_uncorrected_step, worked=uncorrected_step,
            exp_log=lambda t, lr, b1, b2: lr * (1 - np.exp(t * np.log(b1)))

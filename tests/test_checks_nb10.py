@@ -5,6 +5,7 @@ import math
 import torch
 import torch.nn.functional as F
 from checker_table import right, table_test, wrong
+from torch.nn.attention.bias import causal_lower_right, causal_upper_left
 
 from course_utils import attention
 from course_utils.checks import nb10
@@ -90,6 +91,24 @@ def padded_causal_by_closure():
     return padded
 
 
+def causal_by_torch_bias(q, k, v):
+    """PyTorch's ready-made bottom-right mask, turned into a boolean matrix."""
+    keep = causal_lower_right(q.shape[-2], k.shape[-2])._materialize()
+    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
+    weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
+    return weights @ v, weights
+
+
+def padded_causal_by_torch_bias(q, k, v, lengths):
+    """The causal half from PyTorch's top-left mask (N_q = N_k here), the padding half by hand."""
+    n = q.shape[-2]
+    real = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
+    keep = real[:, None, :] & causal_upper_left(n, n)._materialize()
+    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
+    weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
+    return weights @ v, weights
+
+
 def causal_by_getattr(q, k, v):
     """The course's function under a name built at run time: no name of it in the code."""
     return getattr(attention, "softmax_" + "attention")(q, k, v, causal=True)
@@ -114,14 +133,28 @@ from course_utils.attention import softmax_attention as sa
 
 def causal_by_alias(q, k, v):
     return sa(q, k, v, causal=True)
+
+
+from torch.nn.attention.bias import causal_lower_right as lower_right
+
+
+def causal_by_bias_alias(q, k, v):
+    keep = lower_right(q.shape[-2], k.shape[-2])._materialize()
+    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
+    weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
+    return weights @ v, weights
 """, _LEARNER)
 
 
 ROWS = [
     *right(nb10.check_saturated_weight, worked=3.4e-4, exact=1 / (1 + math.exp(8)),
-           approx=math.exp(-8), one_figure=3e-4),
+           approx=math.exp(-8), rounded_down=3.3e-4),
     *wrong(
         nb10.check_saturated_weight,
+        one_figure=(3e-4, "0.0003 is too low: that is one significant figure, and the question "
+                    "asks for two"),
+        rounded_up=(3.5e-4, "0.00035 is too high: only the difference of the two scores matters"),
+        far_up=(3.7e-4, "0.00037 is too high"),
         scaled=(1 / (1 + math.e), "the weight with the scaling (a gap of 1)"),
         higher_key=(0.99966, "the weight of the higher key"),
         equal=(0.5, "the weight of two equal scores"),
@@ -138,6 +171,11 @@ ROWS = [
         torch_sdpa=(causal_by_torch, "your code uses F.scaled_dot_product_attention"),
         course_alias=(_LEARNER["causal_by_alias"], "your code uses attention.softmax_attention"),
         course_getattr=(causal_by_getattr, "your code uses attention.softmax_attention"),
+        torch_causal_bias=(causal_by_torch_bias, "4 tokens: query i sees keys 0..i: your code "
+                           "uses torch.nn.attention.bias.causal_lower_right, which builds the "
+                           "mask"),
+        torch_causal_bias_alias=(_LEARNER["causal_by_bias_alias"],
+                                 "your code uses torch.nn.attention.bias.causal_lower_right"),
         the_bug=(lambda q, k, v: causal_attention(q, k, v, keep_future=True),
                  "the map still looks into the future"),
         one_ahead=(lambda q, k, v: causal_attention(q, k, v, shift=2),
@@ -158,6 +196,8 @@ ROWS = [
         course_in_closure=(padded_causal_by_closure(), "your code uses attention.padding_mask"),
         course_getattr=(lambda q, k, v, n: getattr(attention, "softmax_" + "attention")(
             q, k, v, causal=True), "your code uses attention.softmax_attention"),
+        torch_causal_bias=(padded_causal_by_torch_bias,
+                           "your code uses torch.nn.attention.bias.causal_upper_left"),
         causal_only=(lambda q, k, v, n: padded_causal(q, k, v, n, padding=False),
                      "keys 2 and 3 are padding: output: values differ"),
         padding_only=(lambda q, k, v, n: padded_causal(q, k, v, n, causal=False),

@@ -46,9 +46,15 @@ class _RowsOnly(np.ndarray):
     """An array that enforces Exercise 1's rule: no ready-made product, no multiplication of more
     than one row of b at a time (all of b at once, or all rows at once, by broadcasting), no read
     of a whole column (a loop over the columns of b), and no more reads than a row-by-row product
-    needs (entry by entry reads b far more often)."""
+    needs (entry by entry reads b far more often). Each multiplication of a row of b (role "b")
+    is counted: a product computed on a plain copy of b (np.array(b), b + 0), which this array
+    cannot watch, makes too few of them."""
 
-    budget = {"reads": 0, "limit": 0, "row": 0}
+    budget = {"reads": 0, "limit": 0, "row": 0, "row_products": 0}
+    role = ""  # "a" or "b": the input this array is (a view of), passed on to its views
+
+    def __array_finalize__(self, obj):
+        self.role = getattr(obj, "role", "")
 
     def _refuse(self, *args, **kwargs):
         _refuse_product()
@@ -82,6 +88,8 @@ class _RowsOnly(np.ndarray):
                                  "b (all of b at once, or all rows at once, by broadcasting): "
                                  "the rule is one weight times one row of b, n numbers, per "
                                  "multiplication")
+            if any(isinstance(x, _RowsOnly) and x.role == "b" for x in inputs):
+                _RowsOnly.budget["row_products"] += 1
         if out:
             kwargs["out"] = tuple(_plain(x) for x in out)
         return getattr(ufunc, method)(*(_plain(x) for x in inputs), **kwargs)
@@ -102,7 +110,9 @@ _UNWRAP = {"asarray", "ascontiguousarray", "asfortranarray", "view", "tolist"}
 def _read_code(func: Callable) -> None:
     """Exercise 1's rule, read from the answer's own bytecode (nested functions included): the
     `@` operator and NumPy's product functions, also on inputs first turned into plain arrays
-    (np.asarray, .view, .tolist), which the watching array above cannot see."""
+    (np.asarray, .view, .tolist), which the watching array above cannot see. (np.array(b) and
+    b + 0 are common in right answers too, on other arrays: a copy of b made with them is caught
+    afterwards, by the count of multiplications of the rows of b.)"""
     code = getattr(func, "__code__", None)
     todo = [code] if isinstance(code, types.CodeType) else []
     while todo:
@@ -123,17 +133,29 @@ def check_matmul_rows(func: Callable) -> CheckResult:
     """``func(a, b)``: the (m, n) array ``a @ b`` for (m, k) and (k, n) inputs, of dtype
     ``np.result_type(a, b)``, built row by row: row i is the sum over p of ``a[i, p] * b[p]``.
     The rule is enforced: ready-made products refuse to run, a multiplication of more than n
-    numbers at once (one row of b) is refused, and at most 2 m k + m reads of the inputs are
-    allowed (a loop over the columns of b, or entry by entry, reads more). ValueError when the
-    inner sizes differ."""
+    numbers at once (one row of b) is refused, at most 2 m k + m reads of the inputs are
+    allowed (a loop over the columns of b, or entry by entry, reads more), and the m k
+    multiplications of a weight by a row of b must be made on b itself (not on a plain copy of
+    it, such as np.array(b) or b + 0, out of the checker's sight). ValueError when the inner
+    sizes differ."""
 
     @wraps_answer(func)
     def rows_only(a, b):
         m, k = a.shape
         n = b.shape[1]
-        _RowsOnly.budget.update(reads=0, limit=2 * m * k + m, row=n)
+        _RowsOnly.budget.update(reads=0, limit=2 * m * k + m, row=n, row_products=0)
         _read_code(func)
-        return _plain(func(a.view(_RowsOnly), b.view(_RowsOnly)))
+        watched_a, watched_b = a.view(_RowsOnly), b.view(_RowsOnly)
+        watched_a.role, watched_b.role = "a", "b"
+        got = _plain(func(watched_a, watched_b))
+        made = _RowsOnly.budget["row_products"]
+        if k == b.shape[0] and made < m * k:  # (for a size mismatch, "should raise" says more)
+            raise RuleBroken("it works on a plain copy of b, out of the checker's sight "
+                             "(np.array(b), np.copy(b) or b + 0 makes one): the checker saw "
+                             f"{made} of the m k = {m * k} multiplications of a weight a[i, r] "
+                             "by a row b[r] that the product needs. The rule is to build each "
+                             "row of the product from whole rows of b itself")
+        return got
 
     rng = np.random.default_rng(2)
     cases = [

@@ -3,9 +3,11 @@ uncorrected step size, and the FLOPs of a backward pass."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import numpy as np
+import torch
 
 from course_utils.autograd import Value, topological_order
 from course_utils.checks import (
@@ -37,45 +39,70 @@ _ONE_NODE_RULE = (
 
 _OWN_SLOPE_RULE = (
     "the rule is one new node with the local derivative you derived: {found}. A backward pass run "
-    "on a copy, or a numerical slope, finds the derivative for you: the derivative must be your "
-    "formula in o"
+    "on a copy (the engine's or PyTorch's), or a numerical slope, finds the derivative for you: "
+    "compute it from your own formula, as section 1 wrote the slope of tanh as 1 - a²"
 )
 
+# The backward passes an answer must not run, found by their code objects while it runs, so that
+# the same function saved under another name (engine_backward = Value.backward) is found too.
+_BACKWARD_PASSES = {
+    "Value.backward (the engine's backward pass)": Value.backward,
+    "Tensor.backward (PyTorch's backward pass)": torch.Tensor.backward,
+    "torch.autograd.backward (PyTorch's backward pass)": torch.autograd.backward,
+    "torch.autograd.grad (PyTorch's backward pass)": torch.autograd.grad,
+}
+_BACKWARD_CODES = {id(f.__code__): name for name, f in _BACKWARD_PASSES.items()}
 
-def _watching_nodes(func: Callable[[Value], Value], v: Value) -> tuple[Value, int, int]:
-    """``func(v)``, the number of ``Value`` nodes it built and of ``backward`` calls it made."""
-    built = backward_calls = 0
-    real_init, real_backward = Value.__init__, Value.backward
+
+def _backward_passes_run(func: Callable, *args: object) -> tuple[object, list[str]]:
+    """``func(*args)`` and the names of the backward passes of ``_BACKWARD_PASSES`` that ran
+    while it ran (watched with ``sys.setprofile``, restored afterwards), first called first."""
+    ran: list[str] = []
+
+    def profile(frame, event, arg):
+        name = _BACKWARD_CODES.get(id(frame.f_code)) if event == "call" else None
+        if name is not None and name not in ran:
+            ran.append(name)
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        return func(*args), ran
+    finally:
+        sys.setprofile(previous)
+
+
+def _watching_nodes(func: Callable[[Value], Value], v: Value) -> tuple[object, int, list[str]]:
+    """``func(v)``, the number of ``Value`` nodes it built and the backward passes it ran."""
+    built = 0
+    real_init = Value.__init__
 
     def init(self, *args, **kwargs):
         nonlocal built
         built += 1
         real_init(self, *args, **kwargs)
 
-    def backward(self, *args, **kwargs):
-        nonlocal backward_calls
-        backward_calls += 1
-        return real_backward(self, *args, **kwargs)
-
-    Value.__init__, Value.backward = init, backward
+    Value.__init__ = init  # type: ignore[method-assign]
     try:
-        out = func(v)
+        out, ran = _backward_passes_run(func, v)
     finally:
-        Value.__init__, Value.backward = real_init, real_backward
-    return out, built, backward_calls
+        Value.__init__ = real_init  # type: ignore[method-assign]
+    return out, built, ran
 
 
 @exercise("extend")
 def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
     """``func(v)`` must return one new Value node for 1 / (1 + e^-v), whose only parent is v and
-    whose local derivative is o (1 - o) (a chain of the engine's operations, a call of
-    ``Value.backward`` or more than one node built is refused with :class:`RuleBroken`; the slope
-    is compared to rtol 1e-12, so a numerical slope fails), without overflow at v = ±800."""
+    whose local derivative is o (1 - o) (a chain of the engine's operations, a backward pass run
+    while it runs, the engine's or PyTorch's, or more than one node built is refused with
+    :class:`RuleBroken`; the slope is compared to rtol 1e-12, so a numerical slope fails), without
+    overflow at v = ±800. The same slope written in v instead of o passes: it is the same
+    derivative."""
 
     @wraps_answer(func)
     def value_and_grad(x: float) -> tuple[float, float]:
         v = Value(x)
-        out, built, backward_calls = _watching_nodes(func, v)
+        out, built, ran = _watching_nodes(func, v)
         if not isinstance(out, Value):
             raise TypeError(f"sigmoid must return a Value, got {type(out).__name__}")
         parents = tuple(out.parents)
@@ -84,8 +111,8 @@ def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
                      f"{len(parents)} parents" if len(parents) > 1 else
                      "one parent that is not v")
             raise RuleBroken(_ONE_NODE_RULE.format(parents="v itself" if out is v else found))
-        if backward_calls:
-            raise RuleBroken(_OWN_SLOPE_RULE.format(found="it called Value.backward"))
+        if ran:
+            raise RuleBroken(_OWN_SLOPE_RULE.format(found=f"it ran {ran[0]}"))
         if built > 1:
             raise RuleBroken(_OWN_SLOPE_RULE.format(found=f"it built {built} Value nodes"))
         out.backward()
@@ -178,16 +205,21 @@ _ALL_ZERO = (
 )
 
 
+_OWN_BACKWARD_RULE = ("the rule is to write the backward pass yourself: {found}; use "
+                      "topological_order and the nodes' parents and local_grads")
+
+
 def _refuse_backward(self: Value) -> None:
-    raise RuleBroken("the rule is to write the backward pass yourself: root.backward() was "
-                     "called; use topological_order and the nodes' parents and local_grads")
+    raise RuleBroken(_OWN_BACKWARD_RULE.format(found="root.backward() was called"))
 
 
 @exercise("debug")
 def check_backward(func: Callable[[Value], None]) -> CheckResult:
     """``func(root)`` must fill ``.grad`` of every node ``root`` depends on, adding up the
     contributions of a value used several times (``+=``, not ``=``); ``Value.backward`` raises
-    :class:`RuleBroken` while ``func`` runs, and a walk of the order from its start is named."""
+    :class:`RuleBroken` while ``func`` runs, the engine's backward pass saved under another name
+    (or PyTorch's) is found by its code and refused, and a walk of the order from its start is
+    named."""
 
     @wraps_answer(func)
     def leaf_grads(label: str) -> np.ndarray:
@@ -195,9 +227,13 @@ def check_backward(func: Callable[[Value], None]) -> CheckResult:
         original = Value.backward
         Value.backward = _refuse_backward  # type: ignore[method-assign]
         try:
-            func(root)
+            _, ran = _backward_passes_run(func, root)
         finally:
             Value.backward = original  # type: ignore[method-assign]
+        if ran:  # root.backward() itself is refused above: the engine's ran under another name
+            found = (f"{ran[0]} ran, under another name (saved before the check, it is the same "
+                     "function)" if ran[0].startswith("Value.") else f"{ran[0]} ran")
+            raise RuleBroken(_OWN_BACKWARD_RULE.format(found=found))
         got = np.array([leaf.grad for leaf in leaves])
         forwards = _leaf_grads_walking_forwards(label)
         right = _leaf_grads_by_engine(label)

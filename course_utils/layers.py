@@ -156,17 +156,20 @@ class FeedForward(nn.Module):
 
     Shapes: ``(..., d_model) -> (..., d_model)``; W₁ is ``linear1`` (d_model → d_ff), W₂ is
     ``linear2`` (d_ff → d_model). ``dropout`` acts on the hidden activations in training mode,
-    as in ``nn.TransformerEncoderLayer``.
+    as in ``nn.TransformerEncoderLayer``; ``bias=False`` drops every ``b`` (Llama's MLP).
     """
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0):
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0,
+                 *, bias: bool = True):
         super().__init__()
         self.d_model = d_model = check_int(d_model, "d_model")
         self.d_ff = d_ff = check_int(d_ff, "d_ff")
         self.activation = check_choice(activation, "activation", _ACTIVATIONS)
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.gate: nn.Linear | None = nn.Linear(d_model, d_ff) if activation == "swiglu" else None
-        self.linear2 = nn.Linear(d_ff, d_model)
+        bias = check_bool(bias, "bias")
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.gate: nn.Linear | None = (nn.Linear(d_model, d_ff, bias=bias)
+                                       if activation == "swiglu" else None)
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(check_real(dropout, "dropout", low=0, high=1, high_open=True))
 
     def forward(self, x: Tensor) -> Tensor:
@@ -212,8 +215,11 @@ class RMSNorm(nn.Module):
     """Root-mean-square normalization over the last dimension (Zhang & Sennrich, 2019; Llama).
 
     ``RMSNorm(x) = γ ⊙ x / √(mean(x²) + ε)``: LayerNorm without subtracting the mean and without
-    ``β``, so it costs one reduction instead of two. ``γ`` (``weight``) starts at 1. Equal to
-    ``nn.RMSNorm(d_model, eps=eps)``. Shapes: ``(..., d_model) -> (..., d_model)``.
+    ``β``, so it costs one reduction instead of two. ``γ`` (``weight``) starts at 1. For float16
+    and bfloat16 the whole formula is computed in float32 and rounded back once (a float16 square
+    overflows above 256), as ``nn.RMSNorm`` does (Hugging Face's Llama rounds once more, before
+    ``γ ⊙``); equal to ``nn.RMSNorm(d_model, eps=eps)`` in every dtype. Shapes:
+    ``(..., d_model) -> (..., d_model)``.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-6):
@@ -224,7 +230,10 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         x = _check_last_dim(x, self.d_model)
-        return self.weight * x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        dtype = torch.promote_types(x.dtype, self.weight.dtype)  # the result's
+        wide = x.to(torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype)
+        inv_rms = torch.rsqrt(wide.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        return (wide * inv_rms * self.weight.to(wide.dtype)).to(dtype)
 
     @classmethod
     def from_torch(cls, module: nn.RMSNorm) -> RMSNorm:

@@ -36,6 +36,7 @@ from course_utils import (
     diagrams,
     env,
     information,
+    kv_cache,
     language_model,
     layers,
     linalg,
@@ -62,8 +63,8 @@ MODULES = tuple(importlib.import_module(f"course_utils.{name}") for name in MODU
 NUMBER_TYPES = {"int", "float", "Number"}  # an annotation naming one of these takes a number
 # results, batches and errors the package builds (see EXEMPT)
 RECORDS = {linalg.PowerIterationResult, data.Batch, autograd.Graph, autograd.GraphEdge,
-           autograd.GraphNode, language_model.KVCache, plotting.FigureOverlapError, diagrams.Stage,
-           tiled.TileMap, tiled.TiledAttention}
+           autograd.GraphNode, plotting.FigureOverlapError, diagrams.Stage,
+           tiled.TileMap, tiled.TiledAttention, language_model.SpeculativeStats}
 
 
 def _where(func: Callable) -> str:
@@ -182,17 +183,32 @@ def _lm():
             "generator": torch.Generator().manual_seed(0)}
 
 
+def _speculative():
+    lm = _lm()
+    return {"target": lm["model"], "draft": _lm()["model"], "prompt_ids": lm["prompt_ids"],
+            "max_new_tokens": 2, "gamma": 2, "temperature": 0.5, "generator": lm["generator"]}
+
+
 LM_CONFIG = {"vocab_size": 13, "d_model": 16, "n_layers": 1, "n_heads": 4, "n_kv_heads": 2,
-             "d_ff": 32, "max_len": 16, "rope_base": 100.0, "eps": 1e-6}
+             "d_ff": 32, "max_len": 16, "rope_theta": 100.0, "eps": 1e-6, "sliding_window": 4}
 TRANSFORMER = {"src_vocab_size": 11, "tgt_vocab_size": 13, "d_model": 8, "n_heads": 2, "d_ff": 16,
                "n_encoder_layers": 1, "n_decoder_layers": 1, "dropout": 0.25, "max_len": 12,
                "eps": 1e-5}
 KV = {"n_layers": 2, "n_kv_heads": 2, "head_dim": 8, "n_tokens": 5, "bytes_per_value": 2,
       "batch_size": 3}
+CACHE_DIMS = {"n_layers": 2, "batch_size": 1, "n_kv_heads": 2, "head_dim": 4}
+
+
+def _cache_update():
+    return {"self": kv_cache.KVCache(**CACHE_DIMS, max_len=8), "layer": 0,
+            "k": torch.ones(1, 2, 3, 4), "v": torch.ones(1, 2, 3, 4)}
+
+
 P, Q = [0.25, 0.75], [0.5, 0.5]
 X = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]])
 QKV = {"q": torch.randn(2, 3, 4), "k": torch.randn(2, 5, 4), "v": torch.randn(2, 5, 6)}
 LOGITS = torch.tensor([[2.0, 1.0, 0.5, -1.0], [0.0, 3.0, 1.0, 1.0]])
+SPEC = {"p": torch.tensor([0.5, 0.5]), "q": torch.tensor([0.25, 0.75]), "token": 1}
 def _sample():
     return {"logits": LOGITS, "generator": torch.Generator().manual_seed(0)}
 
@@ -337,6 +353,9 @@ ROWS = [
     Row(positional.relative_position_matrix, {"k": 1, "d_model": 4}, "base", np.int64(2), "2", 1),
     Row(positional.apply_rope, {"x": torch.randn(3, 4), "positions": [0, 1, 2]}, "base",
         np.float32(100.0), "1e4", -1.0),
+    *ints(positional.rope_frequencies, {"head_dim": 8}, ("head_dim",)),
+    Row(positional.rope_frequencies, {"head_dim": 8}, "base", np.float32(100.0), "1e4", 1.0),
+    *ints(positional.layout_permutation, {"head_dim": 8}, ("head_dim",)),
     # attention
     *ints(attention.causal_mask, {"lq": 3, "lk": 4}, ("lq", "lk"), wrong_value=-1),
     Row(attention.padding_mask, {"lengths": [1, 3]}, "max_len", np.int64(4), 4.0, -1),
@@ -489,10 +508,14 @@ ROWS = [
       for row in (Row(f, kwargs, "temperature", np.float32(0.5), "1", 0.0),
                   Row(f, kwargs, "top_k", np.int64(2), 2.0, 0),
                   Row(f, kwargs, "top_p", np.float64(0.5), "0.9", 1.5))],
+    *ints(sampling.speculative_accept, lambda: {**SPEC, "rng": torch.Generator().manual_seed(0)},
+          ("token",), wrong_value=2),
+    Row(sampling.expected_tokens_per_pass, {"gamma": 4}, "alpha", np.float32(0.5), "0.5", 1.5),
+    *ints(sampling.expected_tokens_per_pass, {"alpha": 0.5, "gamma": 4}, ("gamma",)),
     # language_model
-    *ints(language_model.LMConfig, LM_CONFIG, [n for n in LM_CONFIG if n not in ("rope_base",
+    *ints(language_model.LMConfig, LM_CONFIG, [n for n in LM_CONFIG if n not in ("rope_theta",
                                                                                   "eps")]),
-    Row(language_model.LMConfig, LM_CONFIG, "rope_base", np.float32(100.0), "1e4", 1.0),
+    Row(language_model.LMConfig, LM_CONFIG, "rope_theta", np.float32(100.0), "1e4", 1.0),
     Row(language_model.LMConfig, LM_CONFIG, "eps", np.float32(1e-6), "0", 0.0),
     *ints(language_model.kv_cache_bytes, KV, [n for n in KV if n != "n_tokens"]),
     *ints(language_model.kv_cache_bytes, KV, ["n_tokens"], wrong_value=-1),
@@ -504,6 +527,17 @@ ROWS = [
     Row(language_model.generate, _lm, "temperature", np.float32(0.5), "0.5", -0.5),
     Row(language_model.generate, _lm, "top_k", np.int64(3), 3.0, 0),
     Row(language_model.generate, _lm, "top_p", np.float32(0.75), "0.9", 0.0),
+    Row(language_model.generate, _lm, "eos_token_id", np.int64(2), 2.0, 13),
+    *ints(language_model.speculative_generate, _speculative, ["max_new_tokens"], wrong_value=-1),
+    *ints(language_model.speculative_generate, _speculative, ["gamma"]),
+    Row(language_model.speculative_generate, _speculative, "temperature", np.float32(0.5), "0.5",
+        -0.5),
+    # kv_cache
+    *ints(kv_cache.KVCache, {**CACHE_DIMS, "max_len": 8}, [*CACHE_DIMS, "max_len"]),
+    *ints(kv_cache.KVCache, {**CACHE_DIMS, "window": 4}, ["window"]),
+    *ints(kv_cache.PagedKVCache, {**CACHE_DIMS, "n_blocks": 4, "block_size": 2},
+          [*CACHE_DIMS, "n_blocks", "block_size"]),
+    Row(kv_cache.KVCache.update, _cache_update, "layer", np.int64(1), 1.0, 2),
 ]
 
 
@@ -748,13 +782,40 @@ BAD = [
          _small_transformer()),
     *bad(language_model.generate, _lm, "prompt_ids", [[1, 2, 3]], torch.tensor([1, 2, 3])),
     *bad(language_model.generate, _lm, "use_cache", 1),
+    *[row for name in ("target", "draft")
+      for row in bad(language_model.speculative_generate, _speculative, name,
+                     _small_transformer())],
+    *bad(language_model.speculative_generate, _speculative, "prompt_ids", [[1, 2, 3]],
+         torch.tensor([[1, 2], [3, 4]])),
+    *bad(language_model.speculative_generate, _speculative, "generator",
+         np.random.default_rng(0)),
     *bad(language_model.generate, _lm, "generator", np.random.default_rng(0)),
+    *bad(language_model.generate, _lm, "attention_mask", torch.ones(1, 3), torch.ones(1, 2).bool()),
+    *bad(language_model.generate, _lm, "cache", _lm()["generator"],
+         kv_cache.KVCache(1, 1, 2, 4, max_len=2)),
+    *bad(language_model.LMConfig, LM_CONFIG, "mlp_bias", 1),
+    *bad(language_model.LMConfig, LM_CONFIG, "rope_layout", 1, "split"),
+    *bad(language_model.LMConfig, LM_CONFIG, "rope_scaling", "linear", {"rope_type": "yarn"}),
+    *bad(language_model.DecoderLM.forward, method(_small_lm, ids=torch.tensor([[1, 2]])),
+         "attention_mask", torch.ones(1, 2), torch.ones(1, 3).bool()),
+    *bad(language_model.DecoderLM.forward, method(_small_lm, ids=torch.tensor([[1, 2]])),
+         "position_ids", torch.ones(1, 2), torch.ones(1, 3).long()),
+    # kv_cache
+    *[row for cls in (kv_cache.KVCache, kv_cache.PagedKVCache)
+      for row in bad(cls, {**CACHE_DIMS, "n_blocks": 4} if cls is kv_cache.PagedKVCache
+                     else CACHE_DIMS, "dtype", torch.int64)],
+    *bad(kv_cache.KVCache, {**CACHE_DIMS, "window": 4}, "max_len", wrong_value=8),
+    *bad(kv_cache.KVCache.update, _cache_update, "k", np.ones((1, 2, 3, 4)),
+         torch.ones(2, 2, 3, 4)),
+    *bad(kv_cache.KVCache.update, _cache_update, "v", torch.ones(1, 2, 3, 4).double(),
+         torch.ones(1, 2, 3, 3)),
     # layers
     *bad(layers.TransformerConfig, {}, "activation", 1, "tanh"),
     *bad(layers.TransformerConfig, {}, "tie_embeddings", 1, wrong_value=_SKIP),
     *bad(layers.TransformerConfig, {"tie_embeddings": True, "src_vocab_size": 5},
          "tie_embeddings", wrong_value=True),
     *bad(layers.FeedForward, {"d_model": 4, "d_ff": 8}, "activation", None, "tanh"),
+    *bad(layers.FeedForward, {"d_model": 4, "d_ff": 8}, "bias", 1),
     *[row for cls in (layers.LayerNorm, layers.RMSNorm, layers.FeedForward)
       for row in bad(cls.forward, method(lambda cls=cls: (cls(4, 8) if cls is layers.FeedForward
                                                             else cls(4))),
@@ -830,11 +891,20 @@ BAD = [
     *bad(positional.apply_rope, {"positions": [0, 1, 2]}, "x", np.ones((3, 4)),
          torch.ones(3, 5)),
     *bad(positional.apply_rope, {"x": torch.ones(3, 4)}, "positions", "abc", [0, 1]),
+    *[row for f, kwargs in ((positional.apply_rope, {"x": torch.ones(2, 4), "positions": [0, 1]}),
+                            (positional.rope_frequencies, {"head_dim": 4}))
+      for row in bad(f, kwargs, "scaling", [("rope_type", "linear")], {"rope_type": "yarn"})],
+    *bad(positional.apply_rope, {"x": torch.ones(2, 4), "positions": [0, 1]}, "layout", 1,
+         "split"),
+    *bad(positional.layout_permutation, {"head_dim": 4}, "to", 1, "halves"),
     # sampling
     *bad(sampling.filter_probs, {}, "logits", LOGITS.numpy(), torch.ones(0)),
     *bad(sampling.sample, {"logits": LOGITS}, "generator", np.random.default_rng(0)),
     *bad(sampling.sample, {}, "logits", LOGITS.long(), torch.tensor(1.0)),
     *bad(sampling.check_filters, {"top_k": None}, "top_p", "0.5"),
+    *[row for name in ("p", "q") for row in bad(sampling.speculative_accept, SPEC, name,
+                                                 SPEC[name].numpy(), torch.ones(2))],
+    *bad(sampling.speculative_accept, SPEC, "rng", np.random.default_rng(0)),
     # softmax
     *[row for f in (softmax.softmax, softmax.log_softmax, softmax.logsumexp)
       for row in bad(f, {}, "x", "ab", [])],
@@ -975,7 +1045,7 @@ EXEMPT = {
         "autograd.Value.backward", "training.ProgressBar.close")},
     **{name: "a record the package returns, not an entry point" for name in (
         "autograd.Graph", "autograd.GraphEdge", "autograd.GraphNode", "data.Batch",
-        "linalg.PowerIterationResult", "language_model.KVCache")},
+        "linalg.PowerIterationResult", "language_model.SpeculativeStats")},
     "plotting.FigureOverlapError": "an exception: its one argument is the message",
     **{name: NO_ARGUMENTS for name in (
         "diagrams.maths.pipeline", "diagrams.architecture.decoder_block",

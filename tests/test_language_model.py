@@ -1,6 +1,8 @@
 """Tests for course_utils.language_model: the model against a functional PyTorch reference
-(F.rms_norm, GPT-J's RoPE, F.scaled_dot_product_attention with enable_gqa), the KV cache
-against full forwards, FLOPs against torch's FlopCounterMode, and generation."""
+(F.rms_norm, GPT-J's RoPE, F.scaled_dot_product_attention with enable_gqa, notebook 17's window
+mask), every kind of KV cache against full forwards, left-padded batches against each prompt
+alone, FLOPs against torch's FlopCounterMode, and generation. The model against Hugging Face's
+Llama: test_llama.py."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
 from course_utils import language_model as lm
+from course_utils import tiled
+from course_utils.kv_cache import KVCache, PagedKVCache
 from course_utils.layers import count_parameters
 
 CONFIG = lm.LMConfig(vocab_size=13, d_model=24, n_layers=2, n_heads=6, n_kv_heads=2, d_ff=40,
@@ -45,9 +49,12 @@ def rope_every_two(x: torch.Tensor, base: float) -> torch.Tensor:
 
 
 def reference_forward(model: lm.DecoderLM, ids: torch.Tensor) -> torch.Tensor:
-    """The same model written with torch.nn.functional only (Llama's recipe)."""
+    """The same model written with torch.nn.functional only (Llama's recipe); a sliding window
+    through notebook 17's dense mask."""
     c = model.config
     b, n = ids.shape
+    window = c.sliding_window
+    mask = None if window is None else tiled.dense_mask(n, n, causal=True, window=window)
     x = F.embedding(ids, model.embed.weight)
     for block in model.blocks:
         h = F.rms_norm(x, (c.d_model,), block.norm1.weight, c.eps)
@@ -55,8 +62,9 @@ def reference_forward(model: lm.DecoderLM, ids: torch.Tensor) -> torch.Tensor:
         q = F.linear(h, a.q_proj.weight).view(b, n, c.n_heads, c.head_dim).transpose(1, 2)
         k = F.linear(h, a.k_proj.weight).view(b, n, c.n_kv_heads, c.head_dim).transpose(1, 2)
         v = F.linear(h, a.v_proj.weight).view(b, n, c.n_kv_heads, c.head_dim).transpose(1, 2)
-        q, k = rope_every_two(q, c.rope_base), rope_every_two(k, c.rope_base)
-        z = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        q, k = rope_every_two(q, c.rope_theta), rope_every_two(k, c.rope_theta)
+        z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
+                                           enable_gqa=True)
         x = x + F.linear(z.transpose(1, 2).reshape(b, n, c.d_model), a.out_proj.weight)
         h = F.rms_norm(x, (c.d_model,), block.norm2.weight, c.eps)
         ff = block.feed_forward
@@ -71,9 +79,11 @@ def reference_forward(model: lm.DecoderLM, ids: torch.Tensor) -> torch.Tensor:
 
 def test_config_accepts_numpy_integers_and_derives_head_dim() -> None:
     config = lm.LMConfig(vocab_size=np.int64(10), d_model=np.int32(16), n_layers=1, n_heads=4,
-                         n_kv_heads=2, d_ff=32, max_len=8, rope_base=np.float64(500.0))
+                         n_kv_heads=2, d_ff=32, max_len=8, rope_theta=np.float64(500.0),
+                         sliding_window=np.int64(3))
     assert config.vocab_size == 10 and type(config.vocab_size) is int
-    assert config.head_dim == 4 and config.rope_base == 500.0
+    assert config.head_dim == 4 and config.rope_theta == 500.0
+    assert config.sliding_window == 3 and type(config.sliding_window) is int
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.d_model = 8
 
@@ -89,8 +99,16 @@ def test_config_accepts_numpy_integers_and_derives_head_dim() -> None:
         ({"n_kv_heads": 4}, ValueError, "multiple of n_kv_heads"),
         ({"d_ff": -1}, ValueError, "d_ff"),
         ({"max_len": 0}, ValueError, "max_len"),
-        ({"rope_base": 1.0}, ValueError, "rope_base"),
-        ({"rope_base": "1e4"}, TypeError, "rope_base"),
+        ({"rope_theta": 1.0}, ValueError, "rope_theta"),
+        ({"rope_theta": "1e4"}, TypeError, "rope_theta"),
+        ({"rope_layout": "split"}, ValueError, "rope_layout"),
+        ({"rope_layout": 2}, TypeError, "rope_layout"),
+        ({"rope_scaling": "linear"}, TypeError, "rope_scaling"),
+        ({"rope_scaling": {"rope_type": "yarn"}}, ValueError, "rope_scaling"),
+        ({"rope_scaling": {"rope_type": "linear"}}, ValueError, "rope_scaling.*factor"),
+        ({"sliding_window": 0}, ValueError, "sliding_window"),
+        ({"sliding_window": 4.0}, TypeError, "sliding_window"),
+        ({"mlp_bias": 0}, TypeError, "mlp_bias"),
         ({"eps": 0.0}, ValueError, "eps"),
         ({"tie_embeddings": 1}, TypeError, "tie_embeddings"),
     ],
@@ -130,6 +148,15 @@ def test_causal_a_later_token_never_changes_earlier_logits() -> None:
     assert not torch.allclose(a[:, 6:], b[:, 6:])
 
 
+def test_no_mlp_bias_drops_every_bias_and_still_equals_the_reference() -> None:
+    with_bias, without = make_model(), make_model(dataclasses.replace(CONFIG, mlp_bias=False))
+    assert not [name for name, _ in without.named_parameters() if "bias" in name]
+    assert count_parameters(with_bias) - count_parameters(without) == 2 * (2 * 40 + 24)
+    ids = ids_for(2, 9)
+    torch.testing.assert_close(without(ids)[0], reference_forward(without, ids), rtol=1e-10,
+                               atol=1e-12)
+
+
 def test_weight_tying_shares_one_matrix() -> None:
     tied, untied = make_model(), make_model(dataclasses.replace(CONFIG, tie_embeddings=False))
     assert tied.output.weight is tied.embed.weight
@@ -143,23 +170,111 @@ def test_weight_tying_shares_one_matrix() -> None:
 # ---------------------------------------------------------------------------- the KV cache
 
 
+WINDOW = 5
+WINDOWED = dataclasses.replace(CONFIG, sliding_window=WINDOW)
+CACHE_KINDS = ("grow", "preallocated", "paged", "rolling")
+
+
+def empty_cache(kind: str, batch: int, config: lm.LMConfig = CONFIG) -> KVCache | PagedKVCache:
+    dims = (config.n_layers, batch, config.n_kv_heads, config.head_dim)
+    if kind == "paged":
+        return PagedKVCache(*dims, n_blocks=batch * 8, block_size=3, dtype=torch.float64)
+    options = {"grow": {}, "preallocated": {"max_len": 24}, "rolling": {"window": WINDOW}}
+    return KVCache(*dims, **options[kind], dtype=torch.float64)
+
+
+def test_the_window_mask_is_the_band_of_the_last_w_keys() -> None:
+    i, j = torch.arange(9)[:, None], torch.arange(9)[None, :]
+    band = (j <= i) & (j > i - WINDOW)  # query i sees keys i - W + 1, ..., i
+    assert torch.equal(tiled.dense_mask(9, 9, causal=True, window=WINDOW), band)
+
+
+@pytest.mark.parametrize("window", [None, 1, WINDOW, 30])
+def test_sliding_window_forward_equals_the_masked_reference(window) -> None:
+    model = make_model(dataclasses.replace(CONFIG, sliding_window=window))
+    ids = ids_for(2, 20)
+    torch.testing.assert_close(model(ids)[0], reference_forward(model, ids), rtol=1e-10,
+                               atol=1e-12)
+    if window is not None and window < 20:  # the window changes the logits of late tokens
+        assert not torch.allclose(model(ids)[0][:, window:], make_model()(ids)[0][:, window:])
+
+
 @settings(max_examples=25, deadline=None)
-@given(cuts=st.lists(st.integers(1, 19), max_size=5, unique=True), batch=st.integers(1, 3),
+@given(kind=st.sampled_from(CACHE_KINDS), windowed=st.booleans(),
+       cuts=st.lists(st.integers(1, 19), max_size=5, unique=True), batch=st.integers(1, 3),
        seed=st.integers(0, 2**16))
-def test_cache_chunks_give_the_full_forward_logits(cuts, batch, seed) -> None:
-    model = make_model(seed=seed % 7)
+def test_every_cache_gives_the_full_forward_logits(kind, windowed, cuts, batch, seed) -> None:
+    """Grown, preallocated, paged (with or without a window) and rolling (with one) caches, fed
+    the sequence in chunks, give the logits of one full forward, which is the reference's."""
+    config = WINDOWED if windowed or kind == "rolling" else CONFIG
+    model = make_model(config, seed=seed % 7)
     ids = ids_for(batch, 20, seed)
-    full, full_cache = model(ids)
+    full = reference_forward(model, ids)
     bounds = [0, *sorted(cuts), 20]
-    cache, pieces = None, []
+    cache, pieces = empty_cache(kind, batch, config), []
     for start, end in zip(bounds[:-1], bounds[1:], strict=True):
-        logits, cache = model(ids[:, start:end], cache)
+        logits, returned = model(ids[:, start:end], cache)
+        assert (returned is cache) == (kind != "grow")  # written in place, or a new cache
+        cache = returned
         pieces.append(logits)
         assert cache.length == end
     torch.testing.assert_close(torch.cat(pieces, dim=1), full, rtol=1e-10, atol=1e-12)
-    for mine, whole in zip(cache.keys + cache.values, full_cache.keys + full_cache.values,
-                           strict=True):
-        torch.testing.assert_close(mine, whole, rtol=1e-10, atol=1e-12)
+    _, whole = model(ids)  # the grown cache of one full forward holds every key
+    kept = slice(20 - WINDOW, 20) if kind == "rolling" else slice(0, 20)
+    for mine, theirs in zip(cache.keys + cache.values, whole.keys + whole.values, strict=True):
+        torch.testing.assert_close(mine, theirs[:, :, kept], rtol=1e-10, atol=1e-12)
+
+
+def test_the_rolling_cache_decodes_in_bounded_memory() -> None:
+    model = make_model(dataclasses.replace(WINDOWED, max_len=200))
+    ids = ids_for(1, 150)
+    full = reference_forward(model, ids)
+    logits, cache = model(ids[:, :3], empty_cache("rolling", 1, WINDOWED))
+    bound = lm.kv_cache_bytes(2, 2, 4, WINDOW, bytes_per_value=8)
+    for t in range(3, 150):
+        logits, cache = model(ids[:, t:t + 1], cache)
+        assert cache.nbytes == bound
+        torch.testing.assert_close(logits[:, 0], full[:, t], rtol=1e-10, atol=1e-12)
+    grown = model(ids)[1]
+    assert grown.nbytes == lm.kv_cache_bytes(2, 2, 4, 150, bytes_per_value=8) == 30 * bound
+
+
+# ---------------------------------------------------------------- batches of prompts
+
+
+def left_padded(prompts: list[torch.Tensor], pad: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+    mask = torch.zeros(len(prompts), width, dtype=torch.long)
+    for b, p in enumerate(prompts):
+        ids[b, width - len(p):], mask[b, width - len(p):] = p, 1
+    return ids, mask
+
+
+PROMPTS = [ids_for(1, n, seed=n)[0] for n in (4, 9, 1, 6)]
+
+
+@pytest.mark.parametrize("config", [CONFIG, WINDOWED], ids=["full", "window"])
+def test_a_left_padded_batch_gives_each_prompt_its_own_logits(config) -> None:
+    model = make_model(config)
+    ids, mask = left_padded(PROMPTS, pad=7)
+    logits, cache = model(ids, attention_mask=mask)
+    assert torch.isfinite(logits).all()  # padding queries see no key: output 0, not NaN
+    nexts = ids_for(4, 3, seed=5)
+    for t in range(3):  # then decode against the cache, the mask growing by one column
+        mask = torch.cat([mask, torch.ones(4, 1, dtype=torch.long)], dim=1)
+        step, cache = model(nexts[:, t:t + 1], cache, attention_mask=mask.bool())
+        logits = torch.cat([logits, step], dim=1)
+    for b, prompt in enumerate(PROMPTS):
+        alone = reference_forward(model, torch.cat([prompt, nexts[b]])[None])[0]
+        mine = logits[b, ids.shape[1] - len(prompt):]
+        torch.testing.assert_close(mine, alone, rtol=1e-10, atol=1e-12)
+    # the positions the mask implies, given explicitly
+    explicit = (mask[:, :9].cumsum(1) - 1).clamp(min=0)
+    torch.testing.assert_close(model(ids, attention_mask=mask[:, :9], position_ids=explicit)[0],
+                               model(ids, attention_mask=mask[:, :9])[0], rtol=0, atol=0)
+    # without the mask the padded prompts get other logits
+    assert not torch.allclose(model(ids)[0][0, -1], logits[0, ids.shape[1] - 1])
 
 
 def test_a_prompt_against_a_cache_needs_the_bottom_right_mask() -> None:
@@ -203,10 +318,24 @@ def test_cache_bytes_formula_and_published_configurations() -> None:
 @pytest.mark.parametrize(
     ("make_call", "error", "match"),
     [
-        (lambda m, c: m(ids_for(2, 3), make_model(seed=1)(ids_for(2, 3))[1]), ValueError,
-         "different model"),
+        (lambda m, c: m(ids_for(2, 3), KVCache(3, 2, 2, 4, dtype=torch.float64)), ValueError,
+         "3 layers"),
+        (lambda m, c: m(ids_for(2, 3), KVCache(2, 2, 2, 4)), ValueError, "float32"),
+        (lambda m, c: m(ids_for(2, 3), KVCache(2, 2, 2, 4, window=4, dtype=torch.float64)),
+         ValueError, "rolling"),
+        (lambda m, c: m(ids_for(2, 3), KVCache(2, 2, 2, 4, max_len=2, dtype=torch.float64)),
+         ValueError, "room for 2"),
         (lambda m, c: m(ids_for(3, 2), c), ValueError, "batch of 2"),
+        (lambda m, c: m(ids_for(2, 2), c, attention_mask=torch.ones(2, 2)), TypeError, "0/1"),
+        (lambda m, c: m(ids_for(2, 2), c, attention_mask=torch.ones(2, 2, dtype=torch.bool)),
+         ValueError, r"\(2, 6\)"),
+        (lambda m, c: m(ids_for(2, 2), attention_mask=2 * torch.ones(2, 2, dtype=torch.long)),
+         ValueError, "0/1"),
+        (lambda m, c: m(ids_for(2, 2), position_ids=torch.zeros(2, 2)), TypeError, "int64"),
+        (lambda m, c: m(ids_for(2, 2), position_ids=torch.zeros(2, 3, dtype=torch.long)),
+         ValueError, "position_ids"),
         (lambda m, c: m(ids_for(2, 2), (c.keys, c.values)), TypeError, "KVCache"),
+        (lambda m, c: m(ids_for(2, 2), c, attention_mask=[[1, 1]]), TypeError, "attention_mask"),
         (lambda m, c: m(ids_for(2, 62), c), ValueError, "max_len=64"),
         (lambda m, c: m(ids_for(2, 3).int()), TypeError, "int64"),
         (lambda m, c: m([[1, 2]]), TypeError, "ids must be a torch.Tensor, got list"),
@@ -272,6 +401,50 @@ def test_greedy_generation_with_and_without_cache() -> None:
     assert torch.equal(lm.generate(model, prompt, 0), prompt)
 
 
+@pytest.mark.parametrize("config", [CONFIG, WINDOWED], ids=["full", "window"])
+def test_generation_is_the_same_with_every_cache_kind(config) -> None:
+    model = make_model(config)
+    prompt = ids_for(2, 3)
+    expected = greedy_by_hand(model, prompt, 12)  # the reference, with notebook 17's window mask
+    kinds = [k for k in CACHE_KINDS if k != "rolling" or config.sliding_window]
+    outs = {"no cache": lm.generate(model, prompt, 12, use_cache=False),
+            "default": lm.generate(model, prompt, 12),
+            **{kind: lm.generate(model, prompt, 12, cache=empty_cache(kind, 2, config))
+               for kind in kinds}}
+    for name, out in outs.items():
+        assert torch.equal(out, expected), name
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_a_left_padded_batch_generates_what_each_prompt_generates_alone(use_cache) -> None:
+    model = make_model()
+    ids, mask = left_padded(PROMPTS, pad=3)
+    out = lm.generate(model, ids, 8, use_cache=use_cache, attention_mask=mask)
+    assert torch.equal(out[:, :ids.shape[1]], ids)
+    for b, prompt in enumerate(PROMPTS):
+        assert torch.equal(out[b, ids.shape[1]:], greedy_by_hand(model, prompt[None], 8)[0, -8:])
+
+
+def test_generation_stops_each_sequence_at_eos_and_the_loop_when_all_have() -> None:
+    model = make_model()
+    prompt = ids_for(3, 2, seed=2)
+    free = greedy_by_hand(model, prompt, 20)[:, 2:]  # (3, 20), no eos
+    eos = int(free[0, 4])
+    firsts = [int((row == eos).nonzero()[0]) if (row == eos).any() else None for row in free]
+    expected = free.clone()
+    for b, first in enumerate(firsts):
+        if first is not None:
+            expected[b, first + 1:] = eos  # after eos a sequence repeats eos
+    stop = 20 if None in firsts else max(firsts) + 1
+    for use_cache in (True, False):
+        out = lm.generate(model, prompt, 20, use_cache=use_cache, eos_token_id=eos)
+        assert torch.equal(out, torch.cat([prompt, expected[:, :stop]], dim=1))
+    # one sequence alone: the loop ends at its eos
+    alone = lm.generate(model, prompt[:1], 20, eos_token_id=eos)
+    assert alone.shape == (1, 2 + firsts[0] + 1) and alone[0, -1] == eos
+    assert torch.equal(alone[0, 2:], free[0, :firsts[0] + 1])
+
+
 @pytest.mark.parametrize(("temperature", "top_k", "top_p"), [(1.0, None, None), (0.8, 5, 0.9)])
 def test_sampled_generation_is_the_same_with_and_without_cache(temperature, top_k, top_p) -> None:
     model = make_model()
@@ -297,6 +470,17 @@ def test_generate_restores_the_training_mode_and_checks_its_arguments() -> None:
         ({"top_k": 0, "temperature": 1.0}, ValueError, "top_k"),
         ({"max_new_tokens": 63}, ValueError, "max_len=64"),
         ({"max_new_tokens": -1}, ValueError, "max_new_tokens"),
+        ({"eos_token_id": 13}, ValueError, "eos_token_id"),
+        ({"eos_token_id": 1.0}, TypeError, "eos_token_id"),
+        ({"attention_mask": torch.ones(1, 3)}, TypeError, "attention_mask"),
+        ({"attention_mask": torch.ones(1, 3, dtype=torch.bool)}, ValueError, "attention_mask"),
+        ({"cache": empty_cache("grow", 1).update(0, *torch.zeros(2, 1, 2, 1, 4).double())},
+         TypeError, "cache"),
+        ({"cache": KVCache(2, 1, 2, 4)}, ValueError, "float32"),
+        ({"cache": empty_cache("grow", 1), "use_cache": False}, ValueError, "use_cache"),
+        ({"cache": KVCache(2, 1, 2, 4, max_len=3, dtype=torch.float64)}, ValueError,
+         "room for 3"),
+        ({"cache": model(prompt)[1]}, ValueError, "empty"),
     ]:
         call = {"max_new_tokens": 3, **kwargs}
         with pytest.raises(error, match=match):

@@ -1,4 +1,5 @@
-"""Tests for course_utils.layers against torch.nn modules and torch.nn.functional."""
+"""Tests for course_utils.layers against torch.nn modules, torch.nn.functional and Hugging Face
+``transformers``' Llama MLP and RMSNorm."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch import nn
+from torch import Tensor, nn
+from transformers import LlamaConfig
+from transformers.models.llama.modeling_llama import LlamaMLP, LlamaRMSNorm
 
 from course_utils import attention, layers
 
@@ -44,6 +47,33 @@ def test_feed_forward_parameter_counts() -> None:
         ffn = layers.FeedForward(d, d_ff, activation)
         biases = d_ff + d + (d_ff if activation == "swiglu" else 0)
         assert sum(p.numel() for p in ffn.parameters()) == matrices * d * d_ff + biases
+        no_bias = layers.FeedForward(d, d_ff, activation, bias=False)
+        assert sum(p.numel() for p in no_bias.parameters()) == matrices * d * d_ff
+        assert all(p.ndim == 2 for p in no_bias.parameters())
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_feed_forward_without_bias_equals_functional(activation) -> None:
+    torch.manual_seed(4)
+    ffn = layers.FeedForward(6, 24, activation, bias=False).double()
+    x = torch.randn(3, 6, dtype=torch.float64)
+    act = F.relu if activation == "relu" else F.gelu
+    expected = act(x @ ffn.linear1.weight.T) @ ffn.linear2.weight.T
+    torch.testing.assert_close(ffn(x), expected, **TOL[torch.float64])
+
+
+def test_swiglu_without_bias_equals_the_llama_mlp() -> None:
+    config = LlamaConfig(hidden_size=8, intermediate_size=20, num_attention_heads=2,
+                         hidden_act="silu", mlp_bias=False)
+    torch.manual_seed(5)
+    theirs = LlamaMLP(config).double()
+    mine = layers.FeedForward(8, 20, "swiglu", bias=False).double()
+    with torch.no_grad():
+        for ours, name in ((mine.gate, "gate_proj"), (mine.linear1, "up_proj"),
+                           (mine.linear2, "down_proj")):
+            ours.weight.copy_(getattr(theirs, name).weight)
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    torch.testing.assert_close(mine(x), theirs(x), **TOL[torch.float64])
 
 
 @settings(max_examples=20, deadline=None)
@@ -269,6 +299,56 @@ def test_rms_norm_equals_pytorch(dtype, shape) -> None:
     x = 3 * torch.randn(*shape, dtype=dtype) + 1
     torch.testing.assert_close(mine(x), theirs(x), **TOL[dtype])
     torch.testing.assert_close(mine(x), F.rms_norm(x, (5,), theirs.weight, eps=1e-6), **TOL[dtype])
+
+
+LOW = [torch.float16, torch.bfloat16]
+
+
+def _ulp(t: Tensor) -> Tensor:
+    """The spacing of ``t``'s dtype at each entry (the gap to the next representable number)."""
+    return torch.nextafter(t.abs(), torch.full_like(t, torch.inf)) - t.abs()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, *LOW])
+def test_rms_norm_equals_pytorch_in_every_dtype(dtype) -> None:
+    torch.manual_seed(1)
+    theirs = nn.RMSNorm(64, eps=1e-5, dtype=dtype)
+    with torch.no_grad():
+        theirs.weight.copy_(1 + 0.5 * torch.randn(64))
+    mine = layers.RMSNorm.from_torch(theirs)
+    x = (4 * torch.randn(32, 64) + 1).to(dtype)
+    out, expected = mine(x), theirs(x)
+    assert out.dtype == dtype
+    if dtype in LOW:  # computed in float32 and rounded once, as PyTorch does: the same bits
+        torch.testing.assert_close(out, expected, rtol=0, atol=0)
+    else:
+        torch.testing.assert_close(out, expected, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_rms_norm_within_one_ulp_of_llama(dtype) -> None:
+    # Hugging Face's LlamaRMSNorm rounds x / rms to the input dtype before multiplying by γ
+    theirs = LlamaRMSNorm(64, eps=1e-5).to(dtype)
+    with torch.no_grad():
+        theirs.weight.copy_(1 + 0.5 * torch.randn(64, generator=torch.Generator().manual_seed(2)))
+    mine = layers.RMSNorm(64, eps=1e-5).to(dtype)
+    mine.load_state_dict(theirs.state_dict())
+    x = (4 * torch.randn(32, 64, generator=torch.Generator().manual_seed(3)) + 1).to(dtype)
+    out, expected = mine(x), theirs(x)
+    assert ((out - expected).abs() <= _ulp(expected)).all()
+    assert (out != expected).any()  # one rounding fewer is not always the same number
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_rms_norm_low_precision_does_not_overflow(dtype) -> None:
+    # one feature of size 1000 in a float16 row: its square 10^6 is beyond float16's largest
+    # finite number 65504, so a float16 mean of squares is inf and the output 0
+    x = torch.full((8,), 0.5, dtype=dtype)
+    x[3] = 1000.0
+    out = layers.RMSNorm(8, eps=1e-6).to(dtype)(x)
+    exact = x.double() / x.double().pow(2).mean().sqrt()  # 1000 / √(10^6/8 + ...) ≈ √8
+    assert out.dtype == dtype and torch.isfinite(out).all() and (out != 0).all()
+    torch.testing.assert_close(out.double(), exact, rtol=1e-2, atol=0)
 
 
 def test_rms_norm_gradient_equals_pytorch() -> None:

@@ -186,3 +186,121 @@ def test_numpy_scalars_are_accepted_and_generator_is_checked() -> None:
         sampling.filter_probs(logits, 0.5, 3, 0.9))
     with pytest.raises(TypeError, match="generator"):
         sampling.sample(logits, generator=np.random.default_rng(0))
+
+
+# ------------------------------------------------------------------- speculative sampling
+
+PQ = [  # (p, q): the target's and the draft's distributions
+    ([0.5, 0.2, 0.2, 0.1, 0.0], [0.1, 0.4, 0.1, 0.2, 0.2]),
+    ([0.05, 0.05, 0.9], [0.9, 0.05, 0.05]),
+    ([0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]),
+    ([0.3, 0.7], [0.3, 0.7]),  # the same: every proposal accepted
+]
+
+
+def _joint(p: torch.Tensor, q: torch.Tensor) -> np.ndarray:
+    """The exact joint distribution of (proposal x, result y), from the rule written out here:
+    q(x) · [min(1, p(x)/q(x)) · 1{y = x} + (1 − min(1, p(x)/q(x))) · residual(y)]."""
+    p, q = p.numpy(), q.numpy()
+    accept = np.where(q > 0, np.minimum(1, p / np.where(q > 0, q, 1)), 1)
+    residual = np.maximum(p - q, 0)
+    residual = residual / residual.sum() if residual.sum() > 0 else residual
+    return q[:, None] * (np.diag(accept) + (1 - accept)[:, None] * residual[None, :])
+
+
+@pytest.mark.parametrize(("p", "q"), PQ)
+def test_the_proof_identity_holds_exactly(p, q) -> None:
+    p, q = torch.tensor(p, dtype=torch.float64), torch.tensor(q, dtype=torch.float64)
+    joint = _joint(p, q)
+    np.testing.assert_allclose(joint.sum(axis=0), p.numpy(), rtol=0, atol=1e-15)  # P(y) = p(y)
+    accept, residual = sampling._acceptance(p, q)  # the module's own two ingredients
+    out = q * accept + residual * (q * (1 - accept)).sum()
+    torch.testing.assert_close(out, p, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(np.diag(joint), (q * accept).numpy(), atol=1e-15)
+
+
+def _draws(rule, p, q, n, seed):
+    """(proposal, result) counts over ``n`` rounds: proposal ~ q, result = rule(p, q, proposal)."""
+    g = torch.Generator().manual_seed(seed)
+    proposals = torch.multinomial(q, n, replacement=True, generator=g).tolist()
+    counts = np.zeros((len(p), len(p)))
+    for x in proposals:
+        counts[x, rule(p, q, x, g)] += 1
+    return counts
+
+
+def _chisquare_p_value(counts: np.ndarray, probs: np.ndarray) -> float:
+    counts, probs = counts.ravel(), probs.ravel()
+    if counts[probs == 0].sum() > 0:  # drawn where it is impossible
+        return 0.0
+    keep = probs > 0
+    return stats.chisquare(counts[keep], counts.sum() * probs[keep]).pvalue
+
+
+def _accept_always(p, q, token, rng) -> int:  # a deliberately wrong rule: the output follows q
+    return token
+
+
+def _resample_from_p(p, q, token, rng) -> int:  # wrong: a rejection redraws from p, not r
+    if torch.rand((), generator=rng, dtype=torch.float64) < min(1.0, float(p[token] / q[token])):
+        return token
+    return int(torch.multinomial(p, 1, generator=rng))
+
+
+@pytest.mark.parametrize(("p", "q"), PQ[:3])
+def test_draws_follow_the_target_by_a_chi_square_test(p, q) -> None:
+    p, q = torch.tensor(p, dtype=torch.float64), torch.tensor(q, dtype=torch.float64)
+    counts = _draws(sampling.speculative_accept, p, q, 4000, seed=len(p))
+    assert _chisquare_p_value(counts.sum(axis=0), p.numpy()) > 1e-3  # the result follows p
+    # jointly with the proposal: result == proposal exactly when accepted (diagonal q·accept)
+    assert _chisquare_p_value(counts, _joint(p, q)) > 1e-3
+    for wrong in (_accept_always, _resample_from_p):  # the same test rejects wrong rules
+        counts = _draws(wrong, p, q, 3000, seed=len(p))
+        assert _chisquare_p_value(counts.sum(axis=0), p.numpy()) < 1e-3
+
+
+def test_a_rejection_never_returns_the_proposal(monkeypatch) -> None:
+    p = torch.tensor([0.1, 0.6, 0.3], dtype=torch.float64)
+    q = torch.tensor([0.8, 0.1, 0.1], dtype=torch.float64)
+    real_rand = torch.rand
+    monkeypatch.setattr(torch, "rand", lambda *a, **k: real_rand(*a, **k) * 0 + 0.999)  # reject
+    g = torch.Generator().manual_seed(0)
+    results = [sampling.speculative_accept(p, q, 0, g) for _ in range(300)]
+    assert 0 not in results and set(results) == {1, 2}
+    # p <= q everywhere (a p summing to 1 - 1e-7): the residual is 0, the proposal is kept
+    assert sampling.speculative_accept(q - torch.tensor([1e-7, 0, 0]), q, 0, g) == 0
+
+
+def test_global_generator_and_reproducibility() -> None:
+    p, q = (torch.tensor(v) for v in PQ[0])  # float32 inputs are accepted
+    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    first = [sampling.speculative_accept(p, q, 1, g1) for _ in range(50)]
+    assert first == [sampling.speculative_accept(p, q, 1, g2) for _ in range(50)]
+    torch.manual_seed(9)
+    a = [sampling.speculative_accept(p, q, 1) for _ in range(50)]
+    torch.manual_seed(9)
+    assert a == [sampling.speculative_accept(p, q, 1) for _ in range(50)]
+    assert len(set(a)) > 1 and all(isinstance(t, int) for t in a)
+    assert sampling.speculative_accept(p, q, np.int64(0), g1) == 0  # p(0) >= q(0): accepted
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"p": [0.5, 0.5]}, TypeError, "p must be a torch.Tensor"),
+        ({"q": torch.tensor([1, 0])}, TypeError, "q must be a floating"),
+        ({"p": torch.ones(2, 2) / 4}, ValueError, r"p must be a 1-D"),
+        ({"q": torch.tensor([0.5, 0.25, 0.25])}, ValueError, "same length"),
+        ({"p": torch.tensor([1.5, -0.5])}, ValueError, "non-negative"),
+        ({"p": torch.tensor([0.5, 0.4])}, ValueError, "p must sum to 1, got 0.9"),
+        ({"q": torch.tensor([float("nan"), 1.0])}, ValueError, "q must hold finite"),
+        ({"token": 2}, ValueError, r"token must be in \[0, 1\]"),
+        ({"token": 1.0}, TypeError, "token must be an int"),
+        ({"q": torch.tensor([1.0, 0.0]), "token": 1}, ValueError, r"q\[token\] > 0"),
+        ({"rng": 0}, TypeError, "rng must be a torch.Generator"),
+    ],
+)
+def test_speculative_accept_bad_inputs(kwargs, error, match) -> None:
+    good = {"p": torch.tensor([0.5, 0.5]), "q": torch.tensor([0.25, 0.75]), "token": 1}
+    with pytest.raises(error, match=match):
+        sampling.speculative_accept(**{**good, **kwargs})

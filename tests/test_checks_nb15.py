@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from checker_table import right, table_test, wrong
 
+from course_utils import positional
 from course_utils.checks import nb15
 
 
@@ -186,6 +187,45 @@ def gqa_unwatched(q, k, v):  # as_subclass(torch.Tensor) sheds the checker's wat
                                v.as_subclass(torch.Tensor).repeat_interleave(g, 1))
 
 
+def ntk_frequencies(head_dim, base, factor):  # the worked solution
+    return positional.rope_frequencies(head_dim, base * factor ** (head_dim / (head_dim - 2)))
+
+
+def ntk_by_hand(head_dim, base, factor):  # the new base, the frequencies written out
+    new_base = base * math.pow(factor, head_dim / (head_dim - 2))
+    return new_base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+
+
+def ntk_each_pair(head_dim, base, factor):  # pair i slowed by s^(2i / (d - 2)), the same thing
+    i = torch.arange(head_dim // 2, dtype=torch.float64)
+    return positional.rope_frequencies(head_dim, base) / factor ** (2 * i / (head_dim - 2))
+
+
+def ntk_interpolation(head_dim, base, factor):  # position interpolation: ω_i / s
+    return positional.rope_frequencies(head_dim, base) / factor
+
+
+def ntk_base_times_factor(head_dim, base, factor):
+    return positional.rope_frequencies(head_dim, base * factor)
+
+
+def ntk_exponent_upside_down(head_dim, base, factor):  # s^((d - 2)/d) for s^(d/(d - 2))
+    return positional.rope_frequencies(head_dim, base * factor ** ((head_dim - 2) / head_dim))
+
+
+def ntk_wavelengths(head_dim, base, factor):
+    return 2 * math.pi / ntk_frequencies(head_dim, base, factor)
+
+
+def ntk_pairs_from_one(head_dim, base, factor):  # i = 1, …, d/2 instead of 0, …, d/2 − 1
+    new_base = base * factor ** (head_dim / (head_dim - 2))
+    return new_base ** (-torch.arange(2, head_dim + 2, 2, dtype=torch.float64) / head_dim)
+
+
+def ntk_float32(head_dim, base, factor):
+    return ntk_frequencies(head_dim, base, factor).float()
+
+
 ROWS = [
     *right(nb15.check_kv_cache_70b, exact=52070, as_float=52070.0),
     *wrong(
@@ -247,6 +287,21 @@ ROWS = [
         slice_fill=(gqa_slice_fill, "it calls `__setitem__` on k or v"),
         via_numpy=(gqa_via_numpy, "it turns k or v into a NumPy array, a copy of the K/V heads"),
         unwatched=(gqa_unwatched, "it calls `as_subclass` on k or v"),
+    ),
+    *right(nb15.check_ntk_frequencies, worked=ntk_frequencies, by_hand=ntk_by_hand,
+           each_pair=ntk_each_pair),
+    *wrong(
+        nb15.check_ntk_frequencies,
+        interpolation=(ntk_interpolation, "these are position interpolation's frequencies ω_i / "
+                       "s: every pair slowed, pair 0 too"),
+        base_times_factor=(ntk_base_times_factor, "the base b·s slows the slowest pair by "
+                           "s^((d − 2)/d) = 7.74425, not by s = 8"),
+        exponent_upside_down=(ntk_exponent_upside_down, "the slowest pair (i = d/2 − 1) turns "
+                              "7.50048 times more slowly than with b, not s = 8 times"),
+        wavelengths=(ntk_wavelengths, "these are wavelengths 2π/ω_i, in positions"),
+        pairs_from_one=(ntk_pairs_from_one, "pair 0's frequency is 0.788168, not 1"),
+        float32=(ntk_float32, "dtype: expected torch.float64, got torch.float32"),
+        numpy=(lambda d, b, s: ntk_frequencies(d, b, s).numpy(), "expected a torch.Tensor"),
     ),
 ]
 

@@ -1,6 +1,7 @@
 """Checkers for notebook 15 (today's language models): the context that fits beside a 70B
 model (predict), RoPE's score as a function of the offset (derive), an off-by-one in top-p
-(debug), and grouped-query attention without copying the key/value heads (constrain)."""
+(debug), grouped-query attention without copying the key/value heads (constrain), and
+"NTK-aware" RoPE scaling, a new base instead of new frequencies (extend)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def check_kv_cache_70b(answer: Any) -> CheckResult:
         f"{left / 2**30:.1f} GiB / ({_USERS} × 320 KiB) = {left / (_USERS * per_token):,.1f}, "
         f"so {expected:,} whole tokens each.")
     # a learner rounds down each wrong route too, so each mistake is its whole number of tokens
-    mistakes = {
+    mistakes: dict[float, str] = {
         expected + 1: "that rounds up: the last token would not fit.",
         math.floor(_N_GPUS * _GPU_GIB * 2**30 / (_USERS * per_token)):
             "that is what 640 GiB holds with no weights: subtract the weights first.",
@@ -194,7 +195,7 @@ class _SharedHeads(torch.Tensor):
     """Keys or values whose heads must not be copied: a call that copies or repeats them, or an
     index that picks heads by a list, raises :class:`RuleBroken`."""
 
-    def as_subclass(self, cls: type) -> torch.Tensor:
+    def as_subclass(self, cls: type) -> torch.Tensor:  # type: ignore[override]
         raise RuleBroken("it calls `as_subclass` on k or v, which sheds the checker's watch: the "
                          f"rule is no copy of the K/V heads. {_HOW}")
 
@@ -297,3 +298,73 @@ def check_gqa_attention(func: Callable) -> CheckResult:
     ]
     return check_function(_without_copies(func), cases=cases, reference=_gqa,
                           name="gqa_attention", rtol=1e-9, atol=1e-12)
+
+
+# -- Exercise 5 (extend): "NTK-aware" scaling, a new base ----------------------------------------
+
+
+def _ntk(head_dim: int, base: float, factor: float) -> torch.Tensor:
+    """The frequencies with the base ``b' = b · s^(d / (d - 2))`` (Peng et al. 2023, YaRN, 3.1)."""
+    return positional.rope_frequencies(head_dim, base * factor ** (head_dim / (head_dim - 2)))
+
+
+def _ntk_diagnosed(func: Callable) -> Callable:
+    """``func`` with the mistakes a learner makes named: position interpolation's ω/s, pair 0
+    moved, the base b·s, wavelengths instead of frequencies."""
+
+    @functools.wraps(func)
+    def run(head_dim: int, base: float, factor: float) -> Any:
+        got = func(head_dim, base, factor)
+        values = got.detach().cpu().numpy() if isinstance(got, torch.Tensor) else got
+        try:
+            values = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            return got
+        if values.shape != (head_dim // 2,) or not np.all(np.isfinite(values)):
+            return got
+        omega = positional.rope_frequencies(head_dim, base).numpy()
+        expected = _ntk(head_dim, base, factor).numpy()
+
+        def near(other: np.ndarray) -> bool:
+            return bool(np.allclose(values, other, rtol=1e-6, atol=0))
+
+        if near(expected):
+            return got  # right, or right but for the dtype or the rounding: compare says which
+
+        slowest = omega[-1] / values[-1]
+        if near(2 * np.pi / expected) or near(2 * np.pi / omega):
+            raise RuleBroken("these are wavelengths 2π/ω_i, in positions; return the "
+                             "frequencies ω_i themselves")
+        if near(omega / factor):
+            raise RuleBroken("these are position interpolation's frequencies ω_i / s: every "
+                             "pair slowed, pair 0 too. NTK-aware scaling changes the base only, "
+                             "and with any base pair 0 keeps ω_0 = b'^0 = 1")
+        if not math.isclose(values[0], 1.0, rel_tol=1e-9):
+            raise RuleBroken(f"pair 0's frequency is {values[0]:.6g}, not 1: ω_i = b'^(-2i/d) "
+                             "with i = 0, 1, …, d/2 − 1, and b'^0 = 1 for any base")
+        if near(positional.rope_frequencies(head_dim, base * factor).numpy()):
+            raise RuleBroken(f"the base b·s slows the slowest pair by s^((d − 2)/d) = "
+                             f"{factor ** ((head_dim - 2) / head_dim):.6g}, not by s = {factor:g}: "
+                             "solve b'^(-(d − 2)/d) = b^(-(d − 2)/d) / s for b'")
+        if not math.isclose(slowest, factor, rel_tol=1e-9):
+            raise RuleBroken(f"the slowest pair (i = d/2 − 1) turns {slowest:.6g} times more "
+                             f"slowly than with b, not s = {factor:g} times")
+        return got
+
+    return run
+
+
+@exercise("extend")
+def check_ntk_frequencies(func: Callable) -> CheckResult:
+    """``func(head_dim, base, factor)``: the ``head_dim / 2`` RoPE frequencies ``b'^(-2i/d)``
+    (float64 tensor) with the base ``b'`` for which the slowest pair turns ``factor`` times more
+    slowly than with ``base`` and pair 0 is unchanged ("NTK-aware" scaling)."""
+    cases = [
+        Case((128, 500_000.0, 8.0), "Llama 3's heads: d = 128, b = 500,000, s = 8"),
+        Case((64, 10_000.0, 4.0), "d = 64, b = 10,000, s = 4"),
+        Case((16, 10_000.0, 2.0), "d = 16, b = 10,000, s = 2"),
+        Case((4, 100.0, 3.0), "d = 4: two pairs, the second slowed exactly 3 times"),
+        Case((32, 10_000.0, 1.0), "s = 1: nothing changes"),
+    ]
+    return check_function(_ntk_diagnosed(func), cases=cases, reference=_ntk,
+                          name="ntk_frequencies", rtol=1e-9, atol=0.0, exact_dtype=True)

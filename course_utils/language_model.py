@@ -42,6 +42,7 @@ from course_utils.sampling import check_filters, filter_probs, sample, speculati
 from course_utils.validation import (
     check_bool,
     check_choice,
+    check_generator,
     check_int,
     check_real,
     check_tensor,
@@ -73,12 +74,13 @@ class LMConfig:
     sequence the model accepts, ``eps`` RMSNorm's epsilon, ``mlp_bias`` whether the SwiGLU has
     biases (Llama's has none).
 
-    RoPE: ``rope_theta`` its base θ (Llama 3: 500,000), ``rope_scaling`` a Hugging Face
-    ``rope_scaling`` dictionary or None (:func:`course_utils.positional.rope_frequencies`),
-    ``rope_layout`` which features rotate together: ``"interleaved"`` pairs ``2i, 2i + 1``
-    (RoFormer, Meta's original Llama code), ``"half"`` pairs ``i, i + head_dim/2`` (Hugging Face's
-    checkpoints). The two are the same model with the rows of ``W^Q`` and ``W^K`` permuted inside
-    each head (:func:`course_utils.positional.layout_permutation`). ``sliding_window=W``: each
+    RoPE: ``rope_theta`` its base (Hugging Face's name; Llama 3: 500,000), ``rope_scaling`` a
+    Hugging Face ``rope_scaling`` dictionary or None
+    (:func:`course_utils.positional.rope_frequencies`), ``rope_layout`` which features rotate
+    together: ``"interleaved"`` pairs ``2i, 2i + 1`` (RoFormer, Meta's original Llama code),
+    ``"half"`` pairs ``i, i + head_dim/2`` (Hugging Face's checkpoints). The two are the same
+    model with the rows of ``W^Q`` and ``W^K`` permuted inside each head
+    (:func:`course_utils.positional.layout_permutation`). ``sliding_window=W``: each
     query sees only its ``W`` most recent keys, itself included (None: every earlier key).
     """
 
@@ -414,9 +416,7 @@ def generate(
     use_cache = check_bool(use_cache, "use_cache")
     temperature = check_real(temperature, "temperature", low=0)
     top_k, top_p = check_filters(top_k, top_p)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got "
-                        f"{type(generator).__name__}")
+    check_generator(generator)
     if eos_token_id is not None:
         eos_token_id = check_int(eos_token_id, "eos_token_id", minimum=0,
                                  maximum=model.config.vocab_size - 1)
@@ -534,9 +534,7 @@ def speculative_generate(
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=0)
     gamma = check_int(gamma, "gamma")
     temperature = check_real(temperature, "temperature", low=0)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got "
-                        f"{type(generator).__name__}")
+    check_generator(generator)
     total = ids.shape[1] + max_new_tokens
     for name, model in (("target", target), ("draft", draft)):
         if total > model.config.max_len:

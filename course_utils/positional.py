@@ -172,19 +172,19 @@ def _frequencies(head_dim: int, base: float, scaling: dict[str, float] | None) -
 
 def rope_frequencies(head_dim: int, base: float = 10000.0,
                      scaling: Mapping[str, object] | None = None) -> Tensor:
-    """RoPE's inverse frequencies ``θ_i = base ** (-2i / head_dim)``, ``0 <= i < head_dim / 2``,
+    """RoPE's inverse frequencies ``ω_i = base ** (-2i / head_dim)``, ``0 <= i < head_dim / 2``,
     float64 of shape ``(head_dim // 2,)``, optionally rescaled for longer contexts.
 
     ``scaling`` takes the ``rope_scaling`` dictionaries of Hugging Face configurations:
 
     * ``None`` or ``{"rope_type": "default"}``: no scaling;
     * ``{"rope_type": "linear", "factor": s}`` (position interpolation, Chen et al. 2023):
-      ``θ_i / s``, the same as dividing every position by ``s``;
+      ``ω_i / s``, the same as dividing every position by ``s``;
     * ``{"rope_type": "llama3", "factor": s, "low_freq_factor": a, "high_freq_factor": b,
       "original_max_position_embeddings": C}`` (Llama 3.1): with the wavelength
-      ``λ_i = 2π / θ_i``, pairs with ``λ_i < C / b`` (fast rotations) are unchanged, pairs with
-      ``λ_i > C / a`` get ``θ_i / s``, and between them
-      ``θ_i' = (1 − t) θ_i / s + t θ_i`` with ``t = (C / λ_i − a) / (b − a)``, which runs from 0 to
+      ``λ_i = 2π / ω_i``, pairs with ``λ_i < C / b`` (fast rotations) are unchanged, pairs with
+      ``λ_i > C / a`` get ``ω_i / s``, and between them
+      ``ω_i' = (1 − t) ω_i / s + t ω_i`` with ``t = (C / λ_i − a) / (b − a)``, which runs from 0 to
       1 across that band, so the frequencies change continuously.
 
     Wrong type → TypeError naming ``scaling``; an unknown ``rope_type``, a missing, unknown or bad
@@ -248,12 +248,12 @@ def apply_rope(
     layout: str = "interleaved",
 ) -> Tensor:
     """Rotary position embedding: turn each pair of features of the token at position ``pos`` by
-    the angle ``pos · θ_i`` (:func:`rope_frequencies` ``(d, base, scaling)``). With
+    the angle ``pos · ω_i`` (:func:`rope_frequencies` ``(d, base, scaling)``). With
     ``layout="interleaved"`` (RoFormer, Meta's original Llama code) pair ``i`` is
     ``(x[2i], x[2i+1])``::
 
-        out[2i]     = x[2i] cos(pos θ_i) - x[2i+1] sin(pos θ_i)
-        out[2i + 1] = x[2i] sin(pos θ_i) + x[2i+1] cos(pos θ_i)
+        out[2i]     = x[2i] cos(pos ω_i) - x[2i+1] sin(pos ω_i)
+        out[2i + 1] = x[2i] sin(pos ω_i) + x[2i+1] cos(pos ω_i)
 
     With ``layout="half"`` (Hugging Face's ``rotate_half``) pair ``i`` is ``(x[i], x[i + d/2])``,
     rotated by the same formula; the two layouts differ by a fixed permutation of the features

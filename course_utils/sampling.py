@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from course_utils.validation import check_int, check_real, check_tensor
+from course_utils.validation import check_generator, check_int, check_real, check_tensor
 
 __all__ = ["check_filters", "expected_tokens_per_pass", "filter_probs", "sample",
            "speculative_accept"]
@@ -47,12 +47,6 @@ def _check_logits(value: object) -> Tensor:
     if torch.isneginf(logits).all(dim=-1).any():
         raise ValueError("every logit of a row is -inf: no token is possible")
     return logits
-
-
-def _check_generator(value: object, name: str) -> torch.Generator | None:
-    if value is not None and not isinstance(value, torch.Generator):
-        raise TypeError(f"{name} must be a torch.Generator or None, got {type(value).__name__}")
-    return value
 
 
 def filter_probs(
@@ -105,7 +99,7 @@ def sample(
     ``torch.Generator``) makes the draws reproducible.
     """
     probs = filter_probs(logits, temperature, top_k, top_p)
-    _check_generator(generator, "generator")
+    check_generator(generator)
     flat = probs.reshape(-1, probs.shape[-1])
     return torch.multinomial(flat, 1, generator=generator).reshape(probs.shape[:-1])
 
@@ -162,7 +156,7 @@ def speculative_accept(p: Tensor, q: Tensor, token: int,
     if q[token] <= 0:
         raise ValueError(f"token must have q[token] > 0 (the draft proposes tokens drawn from "
                          f"q), got q[{token}] = 0")
-    return _speculative_accept(p, q, token, _check_generator(rng, "rng"))
+    return _speculative_accept(p, q, token, check_generator(rng, "rng"))
 
 
 def _speculative_accept(p: Tensor, q: Tensor, token: int, rng: torch.Generator | None) -> int:

@@ -114,6 +114,16 @@ def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
     return np.random.default_rng(check_int(rng, name, minimum=0))
 
 
+def check_generator(value: object, name: str = "generator") -> torch.Generator | None:
+    """A ``torch.Generator`` or None (torch's global generator), else a TypeError naming
+    ``name``."""
+    import torch
+
+    if value is not None and not isinstance(value, torch.Generator):
+        raise TypeError(f"{name} must be a torch.Generator or None, got {type(value).__name__}")
+    return value
+
+
 def real_array(x: ArrayLike, name: str, ndim: int | None = None, what: str = "array") -> np.ndarray:
     """``x`` as a finite, non-empty NumPy array of real numbers (integer or float, dtype kept),
     or a clear error naming ``name``; with ``ndim``, it must have exactly that many axes (a

@@ -18,6 +18,7 @@ from course_utils.validation import (
     check_axis,
     check_bool,
     check_choice,
+    check_generator,
     check_int,
     check_real,
     check_rng,
@@ -136,6 +137,14 @@ def test_check_rng():
             check_rng(value)
     with pytest.raises(ValueError, match="seed must be at least 0, got -1"):
         check_rng(-1, "seed")
+
+
+def test_check_generator():
+    generator = torch.Generator().manual_seed(0)
+    assert check_generator(generator) is generator and check_generator(None) is None
+    for value in (0, np.random.default_rng(0), "gen"):
+        with pytest.raises(TypeError, match="rng must be a torch.Generator or None, got"):
+            check_generator(value, "rng")
 
 
 @pytest.mark.parametrize(

@@ -43,10 +43,13 @@ def standard_attention_io(n: int, d: int) -> int:
 def tiled_attention_io(n: int, d: int, m: int) -> int:
     """Elements tiled attention moves with a fast memory of ``M`` elements: ``2·N·d + T·2·N·d``.
 
-    A query block of ``B = ⌊M / 4d⌋`` rows (its queries, its accumulator and one key and one value
-    block fill the fast memory) reads Q and writes O once and streams K and V once per query
-    block: ``T = ⌈N / B⌉`` passes, ``≈ 8·N²·d²/M`` elements, the ``Θ(N²·d²/M)`` of FlashAttention's
-    Theorem 2. ``M`` must hold at least one row of each, ``M ≥ 4·d``.
+    FlashAttention-2's loop order, with query blocks of ``B = ⌊M / 4d⌋`` rows and key blocks of
+    ``d`` rows: the queries and the accumulator (``2·B·d``), one key and one value block
+    (``2·d²``) and their ``B × d`` score tile (``B·d``) fit in ``M`` when ``d ≤ √(M/8)``. It reads
+    Q and writes O once and streams K and V once per query block: ``T = ⌈N / B⌉`` passes,
+    ``≈ 8·N²·d²/M`` elements, the ``Θ(N²·d²/M)`` that FlashAttention's Theorem 2 proves for
+    FlashAttention-1's loop order. The log-sum-exp written (``N`` more) is not counted. ``M`` must
+    hold at least one row of each, ``M ≥ 4·d``.
     """
     n, d = check_int(n, "n"), check_int(d, "d")
     m = check_int(m, "m", minimum=4 * d)

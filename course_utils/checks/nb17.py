@@ -1,6 +1,6 @@
 """Checkers for notebook 17: the online softmax over a stream of chunks (constrain), the tiles a
-causal mask skips and the arithmetic intensity of a decoding step (predict), a causal query
-block read tile by tile (extend), and a tile's backward pass with a bug (debug)."""
+causal mask skips (predict), a causal query block read tile by tile (extend), the numbers
+FlashAttention-1 moves (predict), and a tile's backward pass with a bug (debug)."""
 
 from __future__ import annotations
 
@@ -286,37 +286,48 @@ def check_skipped_tiles(answer: Any) -> CheckResult:
 
 
 @exercise("predict")
-def check_decode_intensity(answer: Any) -> CheckResult:
-    """``answer``: the smallest batch size ``B`` at which a ``(B, 4096)`` by ``(4096, 4096)``
-    float16 product (weights and inputs read, results written) reaches the A100's ridge point,
-    312 TFLOP/s over 1.555 TB/s."""
-    n, ridge = 4096, 312e12 / 1.555e12
+def check_fa1_traffic(answer: Any) -> CheckResult:
+    """``answer``: the numbers, in millions, FlashAttention-1 (Algorithm 1 of Dao et al. 2022,
+    key blocks of ``⌈M/4d⌉`` rows outside) moves between slow and fast memory for one head with
+    ``N = 32,768``, ``d = 64`` and ``M = 98,304``, the first ``O``, ``ℓ`` and ``m`` included."""
+    n, d, fast = 32_768, 64, 98_304
+    block_k = math.ceil(fast / (4 * d))
+    steps = math.ceil(n / block_k)
+    per_step = 3 * n * d + 4 * n
 
-    def per_byte(batch: float, itemsize: int = 2) -> float:
-        return 2 * batch * n * n / (itemsize * (n * n + 2 * batch * n))
+    def millions(outer_steps: float, start: int = n * d + 2 * n, step: int = per_step) -> float:
+        return (start + 2 * n * d + outer_steps * step) / 1e6
 
-    expected = next(b for b in range(1, n) if per_byte(b) >= ridge)
+    expected = millions(steps)
+    fa2_blocks = math.ceil(n / (fast // (4 * d)))
+    fa2 = (2 * n * d + n + fa2_blocks * 2 * n * d) / 1e6
     explanation = (
-        f"B sequences: 2Bn² FLOPs over (n² + 2Bn) × 2 bytes, Bn/(n + 2B) FLOP per byte for "
-        f"n = {n:,}. It reaches the ridge point {ridge:.1f} when B ≥ {ridge:.1f}·n/(n − "
-        f"{2 * ridge:.1f}) = {ridge * n / (n - 2 * ridge):.1f}: B = {expected}, at "
-        f"{per_byte(expected):.1f} FLOP per byte. Each weight is read once and used B times; the "
-        "B input and output vectors, which grow with B, keep the intensity a little below B.")
-    float32 = next(b for b in range(1, 4 * n) if per_byte(b, 4) >= ridge)
+        f"Key blocks of B_c = ⌈M/4d⌉ = {block_k} rows: T_c = ⌈{n:,}/{block_k}⌉ = {steps} outer "
+        f"steps ({n / block_k:.1f} rounded up: the last block is shorter). Each step reads Q, O, "
+        f"ℓ, m and writes O, ℓ, m once over all query blocks, 3Nd + 4N = {per_step:,} numbers; "
+        f"with the first O, ℓ, m written (Nd + 2N) and K, V read once (2Nd), {expected:.1f} "
+        f"million. FlashAttention-2's order moves {fa2:.1f} million (2Nd + N + T_r·2Nd, "
+        f"T_r = {fa2_blocks}): FlashAttention-1 about {expected / fa2:.1f} times as much.")
     mistakes = {
-        expected - 1: f"at B = {expected - 1} the intensity is {per_byte(expected - 1):.1f}, "
-                      f"still below {ridge:.1f}: round up.",
-        math.ceil(ridge): "that takes the intensity to be B itself; the B input and output "
-                          "vectors are bytes too, and they grow with B.",
-        1: "that is one sequence, about 1 FLOP per byte: far below the ridge.",
-        float32: "that counts 4 bytes a number; the weights and vectors are float16, 2 bytes.",
+        millions(n / block_k): f"that takes N/B_c = {n / block_k:.1f} outer steps; a shorter "
+                               "last block is still a whole step: round up.",
+        millions(steps - 1): f"that rounds N/B_c = {n / block_k:.1f} down; the keys left over "
+                             "need one more outer step: round up.",
+        millions(steps, start=0): "that leaves out the first O, ℓ and m, written to slow memory "
+                                  "before the loops (Nd + 2N numbers).",
+        millions(steps, step=3 * n * d): "that leaves out ℓ and m, read and written at every "
+                                         "outer step (4N numbers per step).",
+        fa2: "that is FlashAttention-2's order, which reads Q and writes O once; FlashAttention-1 "
+             "reads and writes O at every outer step.",
+        (4 * n * d + 4 * n * n) / 1e6: "that is standard attention, which stores S and P.",
+        expected * 1e6: "that is the count in numbers; write it in millions.",
     }
-    return check_number(answer, expected, name="decode_intensity",
-                        label="smallest batch at which a (B, 4096) × (4096, 4096) float16 "
-                              "product reaches the A100's ridge point",
-                        explanation=explanation, rtol=0, atol=0.5, mistakes=mistakes,
-                        hint="write the FLOPs and the bytes for B sequences as expressions in B, "
-                             "and find the first B at which their ratio reaches 200.6.")
+    return check_number(answer, expected, name="fa1_traffic",
+                        label="numbers FlashAttention-1 moves, N = 32,768, d = 64, M = 98,304 "
+                              "(millions)",
+                        explanation=explanation, rtol=1e-3, mistakes=mistakes,
+                        hint="find B_c from M and d, then the number of outer steps, and what "
+                             "each step reads and writes.")
 
 
 def _causal_reference(q: np.ndarray, q_start: int, k: np.ndarray, v: np.ndarray):

@@ -8,6 +8,7 @@ import importlib
 import inspect
 import math
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -151,7 +152,7 @@ def _no_complex_exp(rule: str) -> Iterator[None]:
     saved = [owner.exp for owner, _ in owners]
 
     def watch(original: Callable, name: str) -> Callable:
-        def exp(x: object, *args: object, **kwargs: object) -> object:
+        def exp(x: Any, *args: object, **kwargs: object) -> object:
             if name == "cmath" or np.iscomplexobj(x) or (
                     isinstance(x, torch.Tensor) and x.is_complex()):
                 raise RuleBroken(rule.format(name=f"{name}.exp"))

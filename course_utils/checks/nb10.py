@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -62,7 +62,7 @@ _LIBRARY_RULE = ("your code uses {name}, which builds the mask (or does the whol
 
 
 def refusing_library(func: Callable, run: Callable, library: dict[str, str], rule: str,
-                     owners: list[tuple[object, str]]) -> Callable:
+                     owners: Sequence[tuple[object, str]]) -> Callable:
     """``run`` (``func`` inside the other rules' watch), refused with :class:`RuleBroken` (``rule``
     naming ``library[name]``) when ``func``'s code names one of ``library``'s names, when a global,
     closure or default value it uses *is* one of the functions at ``owners`` (an alias such as

@@ -220,7 +220,7 @@ def _autograd_refused(name: str) -> Iterator[None]:
     try:
         for owner, attr, _ in saved:
             setattr(owner, attr, refuse)
-        np.tanh = real_tanh
+        np.tanh = real_tanh  # type: ignore[assignment]  # np.tanh is typed as a ufunc
         yield
     finally:
         np.tanh = tanh

@@ -1,5 +1,6 @@
 """Notebook 08's checkers: right answers pass, plausible mistakes fail with a reason."""
 
+import cmath
 import math
 
 import numpy as np
@@ -46,6 +47,27 @@ def sigmoid_torch_backward_on_copy(v):  # PyTorch's backward pass on a copy find
     o = torch.sigmoid(t)
     o.backward()
     return Value(o.item(), (v,), (t.grad.item(),), "sigmoid")
+
+
+def sigmoid_sympy(v):  # sympy derives the slope: right numbers, no derivation of one's own
+    import sympy
+
+    z = sympy.Symbol("z")
+    slope = sympy.diff(1 / (1 + sympy.exp(-z)), z)
+    return Value(1 / (1 + math.exp(-v.data)), (v,), (float(slope.subs(z, v.data)),), "sigmoid")
+
+
+def sigmoid_grad_fn(v):  # one node of PyTorch's graph, without calling backward()
+    t = torch.tensor(v.data, dtype=torch.float64, requires_grad=True)
+    o = torch.sigmoid(t)
+    return Value(o.item(), (v,), (o.grad_fn(torch.tensor(1.0, dtype=torch.float64)).item(),),
+                 "sigmoid")
+
+
+def sigmoid_complex_step(v):  # exact to rounding, but a measurement
+    h = 1e-30
+    slope = (1 / (1 + cmath.exp(-(v.data + h * 1j)))).imag / h
+    return Value(1 / (1 + math.exp(-v.data)), (v,), (slope,), "sigmoid")
 
 
 def sigmoid_torch_grad_on_copy(v):
@@ -177,6 +199,10 @@ ROWS = [
                                 "it ran Tensor.backward (PyTorch's backward pass)"),
         torch_grad_on_copy=(sigmoid_torch_grad_on_copy,
                             "it ran torch.autograd.grad (PyTorch's backward pass)"),
+        sympy_slope=(sigmoid_sympy, "the rule is one new node with the local derivative you "
+                     "derived: it uses sympy"),
+        grad_fn_slope=(sigmoid_grad_fn, "it uses PyTorch's grad_fn"),
+        complex_step=(sigmoid_complex_step, "it uses a complex step (.imag)"),
         central_difference=(sigmoid_central_difference, "sigmoid(0) = 0.5, slope 0.25: "
                             "d sigmoid / dx: values differ"),
         two_nodes=(sigmoid_two_nodes, "it built 2 Value nodes"),

@@ -5,6 +5,7 @@ import math
 import torch
 import torch.nn.functional as F
 from checker_table import right, table_test, wrong
+from torch import nn
 from torch.nn.attention.bias import causal_lower_right, causal_upper_left
 
 from course_utils import attention
@@ -109,6 +110,27 @@ def padded_causal_by_torch_bias(q, k, v, lengths):
     return weights @ v, weights
 
 
+def causal_by_square_mask(q, k, v):
+    """nn.Transformer's float mask (0 = attend, -inf = blocked), sliced to bottom-right."""
+    n = max(q.shape[-2], k.shape[-2])
+    bias = nn.Transformer.generate_square_subsequent_mask(n, dtype=q.dtype)[-q.shape[-2]:,
+                                                                            -k.shape[-2]:]
+    weights = torch.nan_to_num(torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+                                             + bias, -1), nan=0.0)
+    return weights @ v, weights
+
+
+def padded_causal_by_square_mask(q, k, v, lengths):
+    """The causal half from nn.Transformer's float mask, the padding half by hand."""
+    n = q.shape[-2]
+    real = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
+    logits = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    logits = (logits + nn.Transformer.generate_square_subsequent_mask(n, dtype=q.dtype))
+    weights = torch.nan_to_num(torch.softmax(logits.masked_fill(~real[:, None, :], -math.inf),
+                                             -1), nan=0.0)
+    return weights @ v, weights
+
+
 def causal_by_getattr(q, k, v):
     """The course's function under a name built at run time: no name of it in the code."""
     return getattr(attention, "softmax_" + "attention")(q, k, v, causal=True)
@@ -174,6 +196,8 @@ ROWS = [
         torch_causal_bias=(causal_by_torch_bias, "4 tokens: query i sees keys 0..i: your code "
                            "uses torch.nn.attention.bias.causal_lower_right, which builds the "
                            "mask"),
+        square_subsequent_mask=(causal_by_square_mask, "your code uses "
+                                "nn.Transformer.generate_square_subsequent_mask"),
         torch_causal_bias_alias=(_LEARNER["causal_by_bias_alias"],
                                  "your code uses torch.nn.attention.bias.causal_lower_right"),
         the_bug=(lambda q, k, v: causal_attention(q, k, v, keep_future=True),
@@ -198,6 +222,8 @@ ROWS = [
             q, k, v, causal=True), "your code uses attention.softmax_attention"),
         torch_causal_bias=(padded_causal_by_torch_bias,
                            "your code uses torch.nn.attention.bias.causal_upper_left"),
+        square_subsequent_mask=(padded_causal_by_square_mask, "your code uses "
+                                "nn.Transformer.generate_square_subsequent_mask"),
         causal_only=(lambda q, k, v, n: padded_causal(q, k, v, n, padding=False),
                      "keys 2 and 3 are padding: output: values differ"),
         padding_only=(lambda q, k, v, n: padded_causal(q, k, v, n, causal=False),

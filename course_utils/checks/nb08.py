@@ -18,6 +18,7 @@ from course_utils.checks import (
     check_number,
     exercise,
     lines_run,
+    names_used,
     wraps_answer,
 )
 
@@ -52,6 +53,10 @@ _BACKWARD_PASSES = {
     "torch.autograd.grad (PyTorch's backward pass)": torch.autograd.grad,
 }
 _BACKWARD_CODES = {id(f.__code__): name for name, f in _BACKWARD_PASSES.items()}
+# Names that find a derivative without a backward pass: symbolic differentiation (sympy), one
+# node of PyTorch's graph (grad_fn, aten's sigmoid_backward), a complex-step slope (.imag).
+_DERIVERS = {"sympy": "sympy", "diff": "sympy's diff", "grad_fn": "PyTorch's grad_fn",
+             "sigmoid_backward": "PyTorch's sigmoid_backward", "imag": "a complex step (.imag)"}
 
 
 def _backward_passes_run(func: Callable, *args: object) -> tuple[object, list[str]]:
@@ -93,14 +98,18 @@ def _watching_nodes(func: Callable[[Value], Value], v: Value) -> tuple[object, i
 @exercise("extend")
 def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
     """``func(v)`` must return one new Value node for 1 / (1 + e^-v), whose only parent is v and
-    whose local derivative is o (1 - o) (a chain of the engine's operations, a backward pass run
-    while it runs, the engine's or PyTorch's, or more than one node built is refused with
-    :class:`RuleBroken`; the slope is compared to rtol 1e-12, so a numerical slope fails), without
-    overflow at v = ±800. The same slope written in v instead of o passes: it is the same
-    derivative."""
+    whose local derivative is o (1 - o), without overflow at v = ±800. Refused with
+    :class:`RuleBroken`: a chain of the engine's operations, a backward pass run while it runs
+    (the engine's or PyTorch's), more than one node built, and by name sympy, ``grad_fn`` and a
+    complex step. The slope is compared to rtol 1e-12, so a finite-difference slope fails. The
+    same slope written in v instead of o passes: it is the same derivative."""
+
+    derivers = [what for name, what in _DERIVERS.items() if name in names_used(func)]
 
     @wraps_answer(func)
     def value_and_grad(x: float) -> tuple[float, float]:
+        if derivers:
+            raise RuleBroken(_OWN_SLOPE_RULE.format(found=f"it uses {derivers[0]}"))
         v = Value(x)
         out, built, ran = _watching_nodes(func, v)
         if not isinstance(out, Value):

@@ -55,6 +55,7 @@ _LIBRARY = {
     "scaled_dot_product_attention": "F.scaled_dot_product_attention",
     "causal_lower_right": "torch.nn.attention.bias.causal_lower_right",
     "causal_upper_left": "torch.nn.attention.bias.causal_upper_left",
+    "generate_square_subsequent_mask": "nn.Transformer.generate_square_subsequent_mask",
 }
 _LIBRARY_RULE = ("your code uses {name}, which builds the mask (or does the whole attention) for "
                  "you: the exercise is to build the mask yourself, from comparisons of positions "
@@ -94,7 +95,8 @@ def refusing_library(func: Callable, run: Callable, library: dict[str, str], rul
     def checked(*args: object) -> object:
         if used:
             raise RuleBroken(rule.format(name=library[used[0]]))
-        saved = [getattr(owner, attr) for owner, attr in owners]
+        # vars(): a class's staticmethod is saved as itself, so it comes back a staticmethod
+        saved = [vars(owner).get(attr, getattr(owner, attr)) for owner, attr in owners]
         try:
             for owner, attr in owners:
                 setattr(owner, attr, refuse(attr))
@@ -118,13 +120,15 @@ def _filled(cell: object) -> bool:
 def _builds_own_mask(func: Callable, run: Callable) -> Callable:
     """``run`` (``func`` inside the other rules' watch), refused with :class:`RuleBroken` when
     ``func``'s code names, aliases or calls one of the course's or PyTorch's attention or mask
-    functions (PyTorch's ready-made causal masks of ``torch.nn.attention.bias`` included); a
+    functions (PyTorch's ready-made causal masks of ``torch.nn.attention.bias`` and
+    ``nn.Transformer.generate_square_subsequent_mask`` included); a
     helper of that name the learner wrote next to ``func`` is theirs and allowed."""
     owners: list[tuple[object, str]] = [
         (attention, "softmax_attention"), (attention, "causal_mask"), (attention, "padding_mask"),
         (torch.nn.functional, "scaled_dot_product_attention"),
         (torch.nn.attention.bias, "causal_lower_right"),
         (torch.nn.attention.bias, "causal_upper_left"),
+        (torch.nn.Transformer, "generate_square_subsequent_mask"),
     ]
     return refusing_library(func, run, _LIBRARY, _LIBRARY_RULE, owners)
 

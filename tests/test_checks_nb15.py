@@ -6,14 +6,17 @@ import numpy as np
 import torch
 from checker_table import right, table_test, wrong
 
-from course_utils import positional
+from course_utils import positional, sampling
 from course_utils.checks import nb15
+
+sampler = sampling  # as `from course_utils import sampling as sampler`
+tt = torch  # as `import torch as tt`
 
 
 def rope_score_terms(q, k, phase_sign=1.0, with_phase=True):
-    a0, a1, b0, b1 = q[0::2], q[1::2], k[0::2], k[1::2]
-    amplitude = np.hypot(a0, a1) * np.hypot(b0, b1)
-    phase = phase_sign * (np.arctan2(b1, b0) - np.arctan2(a1, a0))
+    q0, q1, k0, k1 = q[0::2], q[1::2], k[0::2], k[1::2]
+    amplitude = np.hypot(q0, q1) * np.hypot(k0, k1)
+    phase = phase_sign * (np.arctan2(k1, k0) - np.arctan2(q1, q0))
     return amplitude, phase if with_phase else np.zeros_like(phase)
 
 
@@ -154,6 +157,31 @@ def gqa_copy_then_repeat(q, k, v):  # k + 0 is a new tensor, then repeated
                                (v * 1).repeat_interleave(g, dim=1))
 
 
+def top_p_torch(logits, temperature, top_p):  # section 6's rule, right, but in torch
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    q = torch.softmax(torch.from_numpy(logits) / temperature, dim=-1)
+    sorted_q, order = q.sort(descending=True, stable=True)
+    keep = torch.zeros_like(q, dtype=torch.bool)
+    keep[order[sorted_q.cumsum(-1) - sorted_q < top_p]] = True
+    out = torch.where(keep, q, 0.0)
+    return (out / out.sum()).numpy()
+
+
+def top_p_torch_alias(logits, temperature, top_p):  # the same library under another name
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    return sampler.filter_probs(tt.from_numpy(logits), temperature, top_p=top_p).numpy()
+
+
+def top_p_built_name(logits, temperature, top_p):  # filter_probs fetched by a built name
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    library = getattr(nb15, "samp" + "ling")
+    tensor = getattr(nb15, "tor" + "ch").from_numpy(logits)
+    return getattr(library, "filter_" + "probs")(tensor, temperature, top_p=top_p).numpy()
+
+
 def top_p_refuses_only_zero(logits, temperature, top_p):  # top_p = 1.5 gets through
     if top_p <= 0:
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
@@ -263,6 +291,13 @@ ROWS = [
                         "below, so it goes: values differ"),
         keep_first_only=(top_p_keep_first_only, "the 0.15 that crosses 0.8 stays: values differ"),
         refuses_only_zero=(top_p_refuses_only_zero, "top_p = 1.5 is not in (0, 1]: a ValueError"),
+        library=(lambda z, t, p: sampling.filter_probs(torch.from_numpy(z), t, top_p=p).numpy(),
+                 "your code uses sampling.filter_probs, and the rule is NumPy only, without "
+                 "course_utils.sampling or torch"),
+        in_torch=(top_p_torch, "your code uses torch, and the rule is NumPy only"),
+        alias=(top_p_torch_alias, "your code uses course_utils.sampling, and the rule is NumPy"),
+        built_name=(top_p_built_name, "your code uses sampling.filter_probs, and the rule is "
+                    "NumPy only"),
     ),
     *right(nb15.check_gqa_attention, worked=gqa_einsum, folded=gqa),
     *wrong(

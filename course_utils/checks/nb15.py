@@ -6,6 +6,7 @@ model (predict), RoPE's score as a function of the offset (derive), an off-by-on
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any
@@ -21,8 +22,11 @@ from course_utils.checks import (
     check_function,
     check_number,
     exercise,
+    names_used,
     randn,
+    wraps_answer,
 )
+from course_utils.checks.nb10 import refusing_library
 
 # -- Exercise 1 (predict): how long 32 sequences may be beside a 70B model --------------------
 
@@ -148,11 +152,64 @@ def _top_p_probs(logits: np.ndarray, temperature: float, top_p: float) -> np.nda
     return sampling.filter_probs(torch.from_numpy(logits), temperature, top_p=top_p).numpy()
 
 
+_NUMPY_LIBRARY = {"sampling": "course_utils.sampling", "filter_probs": "sampling.filter_probs",
+                  "torch": "torch"}
+_NUMPY_RULE = ("your code uses {name}, and the rule is NumPy only, without course_utils.sampling "
+               "or torch: find the bug in the given function and fix it there")
+
+
+def _library_module(value: object) -> str | None:
+    """The name of the module of ``value`` when it is torch or course_utils.sampling (a module,
+    a function or a class of theirs), else None."""
+    if inspect.ismodule(value):
+        module = value.__name__
+    elif inspect.isroutine(value) or inspect.isclass(value):
+        module = getattr(value, "__module__", None) or ""
+    else:
+        return None
+    if module == "torch" or module.startswith("torch.") or module == sampling.__name__:
+        return "torch" if module.startswith("torch") else "course_utils.sampling"
+    return None
+
+
+def _cell_value(cell: Any) -> object:
+    """What a closure cell holds, None while it is empty."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
+def _numpy_only(func: Callable) -> Callable:
+    """``func``, refused with :class:`RuleBroken` while the check runs when its code names
+    ``torch``, ``sampling`` or ``filter_probs``, uses an alias of them (``import torch as tt``,
+    ``from torch import softmax``), or calls ``sampling.filter_probs`` by a built name; a helper
+    of such a name the learner wrote next to ``func`` is theirs and allowed."""
+    inner = inspect.unwrap(func)
+    scope = getattr(inner, "__globals__", {})
+    # a name of the library is refused by refusing_library, with that name; here, other names
+    values = [scope.get(name) for name in names_used(func) if name not in _NUMPY_LIBRARY]
+    values += [_cell_value(cell) for cell in getattr(inner, "__closure__", None) or ()]
+    values += list(getattr(inner, "__defaults__", None) or ())
+    aliased = sorted({found for value in values if (found := _library_module(value))})
+    checked = refusing_library(func, func, _NUMPY_LIBRARY, _NUMPY_RULE,
+                               [(sampling, "filter_probs")])
+
+    @wraps_answer(func)
+    def run(*args: object) -> object:
+        if aliased:
+            raise RuleBroken(_NUMPY_RULE.format(name=aliased[0]))
+        return checked(*args)
+
+    return run
+
+
 @exercise("debug")
 def check_top_p(func: Callable) -> CheckResult:
     """``func(logits, temperature, top_p)``: the float64 distribution ``softmax(logits / T)``
     cut to the smallest set of most probable tokens whose total reaches ``top_p`` (never fewer
-    than one) and renormalised; ValueError for ``top_p`` outside (0, 1]."""
+    than one) and renormalised; ValueError for ``top_p`` outside (0, 1]. In NumPy: code that uses
+    ``torch`` or ``course_utils.sampling`` (by name, alias or a built name) is refused."""
     four = np.log(np.array([0.5, 0.1, 0.25, 0.15]))
     ordered = np.log(np.array([0.4, 0.3, 0.2, 0.1]))
     ten = np.array([1.2, -0.3, 2.5, 0.0, 0.7, -1.1, 1.9, 0.4, -2.0, 1.0])
@@ -170,8 +227,8 @@ def check_top_p(func: Callable) -> CheckResult:
         Case((four, 1.0, 0.0), "top_p = 0 is not in (0, 1]: a ValueError", raises=ValueError),
         Case((four, 1.0, 1.5), "top_p = 1.5 is not in (0, 1]: a ValueError", raises=ValueError),
     ]
-    return check_function(func, cases=cases, reference=_top_p_probs, name="top_p_probs",
-                          rtol=1e-9, atol=1e-12, no_warnings=True)
+    return check_function(_numpy_only(func), cases=cases, reference=_top_p_probs,
+                          name="top_p_probs", rtol=1e-9, atol=1e-12, no_warnings=True)
 
 
 # -- Exercise 4 (constrain): grouped-query attention without copying K and V -----------------

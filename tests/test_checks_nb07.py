@@ -3,6 +3,8 @@
 import math
 
 import numpy as np
+import scipy.special
+import torch
 from checker_table import right, table_test, wrong
 from numpy import log
 from scipy.optimize import minimize_scalar
@@ -45,13 +47,27 @@ def best_step_newton(fx, f3x, eps):
 
 def best_step_grid(fx, f3x, eps):
     """A vectorised two-stage grid search on E'(s): no loop, no SciPy, right to 1e-9 for
-    numbers, but a search, and its argmin gives one point for a whole array of inputs."""
+    numbers, but a search (and its argmin gives one point for a whole array of inputs)."""
     coarse = np.geomspace(1e-12, 1.0, 100_000)
     slope = coarse / 3 * abs(f3x) - eps * abs(fx) / coarse**2  # E'(s) on the grid
     near = coarse[np.argmin(abs(slope))]
     fine = np.linspace(near * 0.9997, near * 1.0003, 1_000_001)
     slope = fine / 3 * abs(f3x) - eps * abs(fx) / fine**2
     return fine[np.argmin(abs(slope))]
+
+
+def best_step_zoom(fx, f3x, eps):
+    """Three zoom levels of a vectorised grid on E'(s) = a s - c / s^2, one step per entry for
+    arrays too: no loop, no SciPy, every number right, and still a search."""
+    a, c, n = np.abs(f3x) / 3, eps * np.abs(fx), 100_001
+    s = np.linspace(1e-9 + 0 * a, 1.0 + 0 * a, n)
+    k = np.argmax(a * s - c / s**2 > 0, axis=0)
+    low, width = 1e-9 + (k - 1) * (1 - 1e-9) / (n - 1), (1 - 1e-9) / (n - 1)
+    s = np.linspace(low, low + width, n)
+    k = np.argmax(a * s - c / s**2 > 0, axis=0)
+    low, width = low + (k - 1) * width / (n - 1), width / (n - 1)
+    s = np.linspace(low, low + width, n)
+    return low + np.argmax(a * s - c / s**2 > 0, axis=0) * width / (n - 1)
 
 
 def best_step_bisection(fx, f3x, eps):
@@ -152,6 +168,45 @@ def tanh_slope_imported_log(a):  # log imported by name before the check patches
     return 4 / (np.e**x + np.e**-x) ** 2
 
 
+def tanh_of(v):
+    """tanh written with powers of np.e: exp under another name."""
+    return (np.e**v - np.e**-v) / (np.e**v + np.e**-v)
+
+
+def tanh_slope_arcsinh(a, h=1e-6):
+    """Back to x with arcsinh (arctanh a = arcsinh(a / sqrt(1 - a^2))), then a finite difference."""
+    x = np.arcsinh(a / np.sqrt(1 - a * a))
+    return (tanh_of(x + h) - tanh_of(x - h)) / (2 * h)
+
+
+def tanh_slope_logit(a, h=1e-6):
+    """Back to x with the logit (tanh x = 2 expit(2x) - 1), then a finite difference of expit."""
+    x = scipy.special.logit((1 + a) / 2) / 2
+    return (scipy.special.expit(2 * (x + h)) - scipy.special.expit(2 * (x - h))) / h
+
+
+def tanh_slope_torch_sigmoid(a, h=1e-6):
+    """The same with torch.logit and torch.sigmoid."""
+    x = torch.logit(torch.tensor((1 + a) / 2)) / 2
+    return ((torch.sigmoid(2 * (x + h)) - torch.sigmoid(2 * (x - h))) / h).numpy()
+
+
+def tanh_slope_series(a, h=1e-6):
+    """Back to x by the series arctanh a = a + a^3/3 + a^5/5 + ... (no library function), then a
+    finite difference of tanh written with np.e: only the name e gives it away."""
+    x = sum(a ** (2 * k + 1) / (2 * k + 1) for k in range(20_000))
+    return (tanh_of(x + h) - tanh_of(x - h)) / (2 * h)
+
+
+def tanh_slope_complex(a, h=1e-6):
+    """Back to x through imaginary numbers, arctanh a = arctan(i a) / i and tanh v = tan(i v) / i,
+    then a finite difference."""
+    x = (np.arctan(1j * a) / 1j).real
+    def tanh(v):
+        return (np.tan(1j * v) / 1j).real
+    return (tanh(x + h) - tanh(x - h)) / (2 * h)
+
+
 def tanh_finite_difference(a, h=1e-6):
     x = np.arctanh(a)
     return (np.tanh(x + h) - np.tanh(x - h)) / (2 * h)
@@ -182,9 +237,12 @@ ROWS = [
         newton=(best_step_newton, "lines of your code for one answer: a loop or a search "
                                   "(Newton's method, bisection, a grid) walking towards s"),
         bisection=(best_step_bisection, "the rule is calculus: solve E'(s) = 0 on paper"),
-        grid_search=(best_step_grid, "three functions at once, as NumPy arrays: one step per "
-                                     "entry (a formula of NumPy operations broadcasts; a search "
-                                     "picks one point): raised ValueError"),
+        grid_search=(best_step_grid, "e^x at 1 in float64: about 1e-5: the rule is calculus, not "
+                                     "a search: your code uses argmin, which builds or searches a "
+                                     "grid of trial steps"),
+        zoomed_grid=(best_step_zoom, "three functions at once, as NumPy arrays: one step per "
+                                     "entry: the rule is calculus, not a search: your code uses "
+                                     "argmax"),
         signed=(lambda *args: best_step(*args, size=lambda v: v),
                 "1/x at 0.1: f''' = -6/x^4 is negative, use its size: expected a float, got "
                 "complex"),
@@ -238,6 +296,17 @@ ROWS = [
                                                "powers): log was called"),
         math_tanh=(lambda a: np.array([1 - math.tanh(math.atanh(v)) ** 2 for v in a]),
                    "math.atanh was called"),
+        arcsinh=(tanh_slope_arcsinh, "the rule is a formula in a alone (+ - * / and powers): "
+                                     "numpy.arcsinh was called"),
+        math_asinh=(lambda a: np.array([1 - math.tanh(math.asinh(v / math.sqrt(1 - v * v))) ** 2
+                                        for v in a]), "math.asinh was called"),
+        logit=(tanh_slope_logit, "the rule is a formula in a alone (+ - * / and powers): "
+                                 "scipy.special.logit was called"),
+        torch_sigmoid=(tanh_slope_torch_sigmoid, "torch.logit was called"),
+        imaginary=(tanh_slope_complex, "the rule is a formula in a alone (+ - * / and powers): "
+                                       "numpy.arctan was called"),
+        powers_of_e=(tanh_slope_series, "the rule is a formula in a alone (+ - * / and powers): "
+                                        "your code uses e, and a power of e is exp"),
     ),
     *right(nb07.check_largest_lr, two_over_ten=0.2, close=0.199),
     *wrong(

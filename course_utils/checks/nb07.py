@@ -66,6 +66,12 @@ def _forbidden_search(func: Callable) -> Any:
             names[key] = value
 
 
+_GRID_NAMES = ("linspace", "logspace", "geomspace", "arange", "argmin", "argmax", "searchsorted")
+_GRID_RULE = (
+    "the rule is calculus, not a search: your code uses {name}, which builds or searches a grid "
+    "of trial steps; set E'(s) = 0 and solve for s"
+)
+
 _LOOP_LIMIT = 12  # lines of the learner's code per call: a formula needs a few, a search runs on
 _LOOP_RULE = (
     "it ran {count} lines of your code for one answer: a loop or a search (Newton's method, "
@@ -79,11 +85,16 @@ def check_best_step(func: Callable[[float, float, float], float]) -> CheckResult
     """``func(fx, f3x, eps)``: the step s that minimises section 3's error model of the central
     difference, E(s) = s²/6 · |f'''(x)| + ε·|f(x)|/s, which is s = (3ε|f(x)| / |f'''(x)|)^(1/3);
     SciPy's minimisers and root finders raise :class:`RuleBroken` while ``func`` runs, and so
-    does a hand-written search (more than a dozen lines of the learner's code run per call); a
-    case of NumPy arrays wants one step per entry, which a vectorised grid search's argmin does
-    not give."""
+    does a hand-written search (more than a dozen lines of the learner's code run per call); code
+    that names a function which builds or searches a grid (linspace, logspace, geomspace, arange,
+    argmin, argmax, searchsorted) is refused by that name; a case of NumPy arrays wants one step
+    per entry."""
+    grid = sorted(names_used(func) & set(_GRID_NAMES))
+
     @wraps_answer(func)
     def answer(fx: float, f3x: float, eps: float) -> Any:
+        if grid:
+            raise RuleBroken(_GRID_RULE.format(name=grid[0]))
         with _forbidden_search(func):
             result, count = lines_run(func, fx, f3x, eps)
         if count > _LOOP_LIMIT:
@@ -101,8 +112,7 @@ def check_best_step(func: Callable[[float, float, float], float]) -> CheckResult
         Case((e, e, eps32), "e^x at 1 in float32: a much larger step"),
         Case((np.array([e, 10.0, 8.0]), np.array([e, -60_000.0, 6.0]),
               np.array([eps64, eps64, eps32])),
-             "three functions at once, as NumPy arrays: one step per entry (a formula of NumPy "
-             "operations broadcasts; a search picks one point)"),
+             "three functions at once, as NumPy arrays: one step per entry"),
     ]
     return check_function(answer, cases=cases, reference=_best_step, name="best_step", rtol=1e-9)
 
@@ -163,20 +173,33 @@ _TANH_RULE = (
     "the rule is a formula in a alone (+ - * / and powers): {name} was called, which goes back to "
     "x (or to tanh) instead of writing the slope in a"
 )
+_TANH_E_RULE = (
+    "the rule is a formula in a alone (+ - * / and powers): your code uses e, and a power of e is "
+    "exp, which goes back to x (or to tanh) instead of writing the slope in a"
+)
 
 
 @contextmanager
 def _forbidden_tanh() -> Any:
     """Replace the functions that would give tanh's slope without a derivation (tanh and its
-    relatives, and exp and log, which lead back from a to x) by ones that raise
-    :class:`RuleBroken` naming themselves, for as long as the learner's code runs."""
+    relatives, the sigmoid and logit, a shifted and scaled tanh and its inverse, tan and the
+    inverse trigonometric functions, which give tanh and arctanh of imaginary numbers, and exp and
+    log, which lead back from a to x) by ones that raise :class:`RuleBroken` naming themselves, for
+    as long as the learner's code runs."""
+    import scipy.special as special
     import torch
 
     exp_log = ("exp", "expm1", "log", "log1p")
-    targets = [(np, name) for name in ("tanh", "arctanh", "cosh", "sinh", "gradient", "exp2",
-                                       "log2", "log10", *exp_log)]
-    targets += [(math, name) for name in ("tanh", "atanh", "cosh", "sinh", *exp_log)]
-    targets += [(torch, name) for name in ("tanh", "atanh", "arctanh", "cosh", "sinh", *exp_log)]
+    trig = ("tan", "arctan", "arcsin", "arccos")
+    targets = [(np, name) for name in ("tanh", "arctanh", "cosh", "sinh", "arcsinh", "arccosh",
+                                       "gradient", "exp2", "log2", "log10", *trig, *exp_log)]
+    targets += [(math, name) for name in ("tanh", "atanh", "cosh", "sinh", "asinh", "acosh",
+                                          "tan", "atan", "asin", "acos", *exp_log)]
+    targets += [(torch, name) for name in ("tanh", "atanh", "arctanh", "cosh", "sinh", "asinh",
+                                           "arcsinh", "acosh", "arccosh", "sigmoid", "logit",
+                                           "atan", "asin", "acos", *trig, *exp_log)]
+    targets += [(torch.special, name) for name in ("expit", "logit")]
+    targets += [(special, name) for name in ("expit", "logit", "log_expit")]
     targets += [(np.emath, name) for name in ("log", "log2", "log10", "logn", "arctanh")]
     saved = [(module, name, getattr(module, name)) for module, name in targets]
 
@@ -197,8 +220,10 @@ def _forbidden_tanh() -> Any:
             setattr(module, name, original)
 
 
-_TANH_NAMES = ("tanh", "arctanh", "atanh", "cosh", "sinh", "exp", "expm1", "exp2", "log", "log1p",
-               "log2", "log10", "logn", "gradient")
+_TANH_NAMES = ("tanh", "arctanh", "atanh", "cosh", "sinh", "arcsinh", "asinh", "arccosh", "acosh",
+               "sigmoid", "expit", "logit", "log_expit", "tan", "arctan", "atan", "arcsin", "asin",
+               "arccos", "acos", "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "logn",
+               "gradient", "e")
 
 
 def _tanh_slope_numeric(a: np.ndarray) -> np.ndarray:
@@ -210,10 +235,11 @@ def _tanh_slope_numeric(a: np.ndarray) -> np.ndarray:
 @exercise("derive")
 def check_tanh_slope(func: Callable[[np.ndarray], np.ndarray]) -> CheckResult:
     """``func(a)``: the slope of tanh where tanh(x) = a, written in a alone (it is 1 - a²),
-    compared with central differences of ``np.tanh``; tanh, arctanh, cosh, sinh, exp and log
-    (NumPy, ``np.emath``, math, torch) and ``np.gradient`` raise :class:`RuleBroken` while
-    ``func`` runs; one imported by name before the check (``from numpy import log``) is refused
-    by its name in the code."""
+    compared with central differences of ``np.tanh``; tanh, arctanh, cosh, sinh, arcsinh,
+    arccosh, tan, arctan, arcsin, arccos, exp and log (NumPy, ``np.emath``, math, torch), the
+    sigmoid and logit (torch, ``scipy.special``) and ``np.gradient`` raise :class:`RuleBroken`
+    while ``func`` runs; one imported by name before the check (``from numpy import log``) is
+    refused by its name in the code, and so is the name ``e`` (``np.e ** x`` is exp)."""
     used = sorted(names_used(func) & set(_TANH_NAMES))
 
     @wraps_answer(func)
@@ -221,7 +247,8 @@ def check_tanh_slope(func: Callable[[np.ndarray], np.ndarray]) -> CheckResult:
         with _forbidden_tanh():
             result = func(a)
         if used:
-            raise RuleBroken(_TANH_RULE.format(name=used[0]))
+            raise RuleBroken(_TANH_E_RULE if used == ["e"] else
+                             _TANH_RULE.format(name=next(name for name in used if name != "e")))
         return result
 
     cases = [

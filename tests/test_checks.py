@@ -65,6 +65,20 @@ def test_check_number_explains_the_right_value_either_way(answer, verdict, capsy
     assert capsys.readouterr().out == verdict + "\n"
 
 
+@pytest.mark.parametrize("answer, named", [
+    (4950, "4950 is too low: that stops at 99."),
+    (4949, "4949 is too low: that starts at 2 and stops at 99."),  # both within 0.5%: the nearer
+    (4000, "4000 is too low: add the numbers in pairs."),
+])
+def test_check_number_names_the_nearest_listed_mistake(answer, named, capsys):
+    mistakes = {4950: "that stops at 99.", 4949: "that starts at 2 and stops at 99."}
+    result = check_number(answer, 5050, name="sum", label="1 + ... + 100", rtol=0.005,
+                          explanation="50 pairs of 101", mistakes=mistakes,
+                          hint="add the numbers in pairs.")
+    assert not result.passed
+    assert capsys.readouterr().out == f"  ✗ 1 + ... + 100: {named}\n"
+
+
 def test_a_failure_is_printed_with_its_reason(capsys):
     result = check_function(lambda x: x * 2, cases=CASES, reference=square, name="square")
     assert result.status is Status.FAILED and repr(result) == "square: failed: 0 of 2 cases pass"

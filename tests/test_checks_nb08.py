@@ -70,6 +70,11 @@ def sigmoid_complex_step(v):  # exact to rounding, but a measurement
     return Value(1 / (1 + math.exp(-v.data)), (v,), (slope,), "sigmoid")
 
 
+def sigmoid_numpy_overflow(v):  # right slope, but np.exp(800) overflows (a warning) at v = -800
+    o = 1 / (1 + np.exp(-v.data))
+    return Value(o, (v,), (o * (1 - o),), "sigmoid")
+
+
 def sigmoid_torch_grad_on_copy(v):
     t = torch.tensor(v.data, dtype=torch.float64, requires_grad=True)
     (slope,) = torch.autograd.grad(torch.sigmoid(t), t)
@@ -199,6 +204,8 @@ ROWS = [
                                 "it ran Tensor.backward (PyTorch's backward pass)"),
         torch_grad_on_copy=(sigmoid_torch_grad_on_copy,
                             "it ran torch.autograd.grad (PyTorch's backward pass)"),
+        numpy_overflow=(sigmoid_numpy_overflow, "x = -800: e^800 overflows a float; for x < 0 "
+                        "write the fraction with e^x alone: right value, but it warned"),
         sympy_slope=(sigmoid_sympy, "the rule is one new node with the local derivative you "
                      "derived: it uses sympy"),
         grad_fn_slope=(sigmoid_grad_fn, "it uses PyTorch's grad_fn"),

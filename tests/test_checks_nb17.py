@@ -269,20 +269,22 @@ ROWS = [
         visited=(228, "228 is too high: that counts visited tiles, not skipped ones"),
         one_short=(27, "27 is too low"),
     ),
-    *right(nb17.check_fa1_traffic, worked=558.6944, rounded=558.7, from_the_formula=(
-        3 * 32768 * 64 + 2 * 32768 + 86 * (3 * 32768 * 64 + 4 * 32768)) / 1e6),
+    *right(nb17.check_fa1_break_even, worked=12_544, as_float=12544.0, from_the_bound=(
+        4 * 64 * math.ceil(32768 / ((4 * 32768 + 64 - 2) // (3 * 64 + 4))))),
     *wrong(
-        nb17.check_fa1_traffic,
-        no_start=(556.5, "556.5 is too low: that leaves out the first O, ℓ and m"),
-        fractional_steps=(554.4, "554.4 is too low: that takes N/B_c = 85.3 outer steps; a shorter "
-                          "last block is still a whole step: round up"),
-        rounded_down=(552.3, "552.3 is too low: that rounds N/B_c = 85.3 down"),
-        no_statistics=(547.4, "547.4 is too low: that leaves out ℓ and m"),
-        fa2_order=(364.9, "364.9 is too low: that is FlashAttention-2's order"),
-        standard=(4303.4, "that is standard attention"),
-        in_numbers=(558_694_400, "that is the count in numbers; write it in millions"),
-        near=(570, "570 is too high: find B_c from M and d"),
-        string=("558.7 million", "expected a number, got str"),
+        nb17.check_fa1_break_even,
+        block_rows=(49, "49 is too low: that is B_c, in rows of keys; the question asks for M, in "
+                    "numbers"),
+        no_4nd=(12_800, "12800 is too high: that drops standard attention's 4Nd"),
+        one_row_fewer=(12_288, "12288 is too low: with B_c = 48 rows FlashAttention-1 needs "
+                       "⌈N/48⌉ = 683 outer steps and still moves more"),
+        fa2_order=(8_192, "8192 is too low: that is where section 6's FlashAttention-2 order"),
+        s_and_p_once=(25_344, "25344 is too high: that counts S and P once each"),
+        no_q_per_step=(8_448, "8448 is too low: that leaves out Q, read at every outer step"),
+        in_bytes=(25_088, "25088 is too high: that is in bytes"),
+        not_whole_rows=(12_289, "12289 is too low: M is a whole number of rows of 4d = 256"),
+        a100_sram=(98_304, "98304 is too high: write both counts, find the most outer steps T_c"),
+        string=("12,544", "expected a number, got str"),
     ),
     *right(nb17.check_causal_block_forward, worked=causal_block_forward,
            by_merging=causal_by_merging, in_logs=causal_in_logs),

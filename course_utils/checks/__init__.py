@@ -309,8 +309,9 @@ def check_number(
 
     With a ``hint``, a miss keeps the right value and the explanation back: it says whether the
     answer is too high or too low, names the mistake when the answer matches a value of
-    ``mistakes`` (within the same tolerance; value -> what that answer did), and else prints the
-    hint. The explanation is printed once the answer passes.
+    ``mistakes`` (value -> what that answer did; within the same tolerance, and the nearest one
+    when several are), and else prints the hint. The explanation is printed once the answer
+    passes.
     """
     if answer is Ellipsis:
         return CheckResult(name, Status.NOT_ATTEMPTED, [], todo="replace `...` with your number")
@@ -322,8 +323,10 @@ def check_number(
         message = ""
     elif hint is not None:
         value = float(answer)
-        why = next((text for wrong, text in (mistakes or {}).items()
-                    if abs(value - wrong) <= atol + rtol * abs(wrong)), None)
+        # the nearest listed mistake within the tolerance (several may lie within it)
+        why = min(((abs(value - wrong), text) for wrong, text in (mistakes or {}).items()
+                   if abs(value - wrong) <= atol + rtol * abs(wrong)),
+                  key=lambda pair: pair[0], default=(None, None))[1]
         side = "too high" if value > expected else "too low"
         message = f"{value:.6g} is {side}: " + (why if why is not None else hint)
     else:

@@ -139,7 +139,7 @@ def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
     # rtol 1e-12: o (1 - o) agrees to a few roundings; a numerical slope is off by about 1e-11
     return check_function(value_and_grad, cases=cases, reference=_sigmoid_value_and_grad,
                           name="sigmoid", names=("sigmoid(x)", "d sigmoid / dx"),
-                          rtol=1e-12, atol=1e-15)
+                          rtol=1e-12, atol=1e-15, no_warnings=True)
 
 
 def _neuron() -> tuple[Value, list[Value]]:
@@ -272,7 +272,8 @@ def _uncorrected_by_recurrence(t: np.ndarray, lr: float, beta1: float,
 
 _LOOP_RULE = (
     "the rule is a formula in t that takes an array of step numbers; with t = {t} it raised "
-    "{error}: a loop over the steps cannot take an array"
+    "{error}: a loop over the steps, or a function of math (math.sqrt, math.exp), cannot take an "
+    "array: use NumPy's (np.sqrt) or ** 0.5"
 )
 _SIMULATION_RULE = (
     "the rule is a formula, not a simulation: at t = {t} it gave the sizes of steps {steps}, as a "

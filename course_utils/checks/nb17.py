@@ -1,17 +1,19 @@
 """Checkers for notebook 17: the online softmax over a stream of chunks (constrain), the tiles a
-causal mask skips (predict), a causal query block read tile by tile (extend), the numbers
-FlashAttention-1 moves (predict), and a tile's backward pass with a bug (debug)."""
+causal mask skips (predict), a causal query block read tile by tile (extend), the fast memory
+from which FlashAttention-1 moves fewer numbers than standard attention (predict), and a tile's
+backward pass with a bug (debug)."""
 
 from __future__ import annotations
 
 import math
 import tracemalloc
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from course_utils import tiled
+from course_utils import costs, tiled
 from course_utils.checks import (
     Case,
     CheckResult,
@@ -285,49 +287,74 @@ def check_skipped_tiles(answer: Any) -> CheckResult:
                              "see; the blocks after that one are skipped.")
 
 
+def _smallest_fast_memory(n: int, d: int, moves: Callable[[int], float], standard: float) -> int:
+    """The smallest ``M``, a whole number of rows of ``4d`` numbers, with ``moves(M) < standard``
+    (``moves`` falls as ``M`` grows; none is larger than ``N`` rows)."""
+    return next(rows * 4 * d for rows in range(1, n + 1) if moves(rows * 4 * d) < standard)
+
+
 @exercise("predict")
-def check_fa1_traffic(answer: Any) -> CheckResult:
-    """``answer``: the numbers, in millions, FlashAttention-1 (Algorithm 1 of Dao et al. 2022,
-    key blocks of ``⌈M/4d⌉`` rows outside) moves between slow and fast memory for one head with
-    ``N = 32,768``, ``d = 64`` and ``M = 98,304``, the first ``O``, ``ℓ`` and ``m`` included."""
-    n, d, fast = 32_768, 64, 98_304
-    block_k = math.ceil(fast / (4 * d))
-    steps = math.ceil(n / block_k)
-    per_step = 3 * n * d + 4 * n
+def check_fa1_break_even(answer: Any) -> CheckResult:
+    """``answer``: the smallest fast memory ``M`` (a whole number of rows of ``4d`` numbers) at
+    which FlashAttention-1 (Algorithm 1 of Dao et al. 2022, key blocks of ``⌈M/4d⌉`` rows
+    outside) moves fewer numbers between slow and fast memory than standard attention, for one
+    head with ``N = 32,768`` and ``d = 64``."""
+    n, d = 32_768, 64
 
-    def millions(outer_steps: float, start: int = n * d + 2 * n, step: int = per_step) -> float:
-        return (start + 2 * n * d + outer_steps * step) / 1e6
+    def fa1(fast: int, per_step: int = 3 * n * d + 4 * n) -> int:
+        steps = math.ceil(n / math.ceil(fast / (4 * d)))
+        return 3 * n * d + 2 * n + steps * per_step
 
-    expected = millions(steps)
-    fa2_blocks = math.ceil(n / (fast // (4 * d)))
-    fa2 = (2 * n * d + n + fa2_blocks * 2 * n * d) / 1e6
+    def fa2(fast: int) -> int:
+        return 2 * n * d + n + math.ceil(n / (fast // (4 * d))) * 2 * n * d
+
+    standard = costs.standard_attention_io(n, d)
+    expected = _smallest_fast_memory(n, d, fa1, standard)
+    rows = expected // (4 * d)
+    bound = (4 * n + d - 2) / (3 * d + 4)
+    steps = math.ceil(n / rows)
     explanation = (
-        f"Key blocks of B_c = ⌈M/4d⌉ = {block_k} rows: T_c = ⌈{n:,}/{block_k}⌉ = {steps} outer "
-        f"steps ({n / block_k:.1f} rounded up: the last block is shorter). Each step reads Q, O, "
-        f"ℓ, m and writes O, ℓ, m once over all query blocks, 3Nd + 4N = {per_step:,} numbers; "
-        f"with the first O, ℓ, m written (Nd + 2N) and K, V read once (2Nd), {expected:.1f} "
-        f"million. FlashAttention-2's order moves {fa2:.1f} million (2Nd + N + T_r·2Nd, "
-        f"T_r = {fa2_blocks}): FlashAttention-1 about {expected / fa2:.1f} times as much.")
+        f"FlashAttention-1 moves 3Nd + 2N + T_c(3Nd + 4N), standard attention 4Nd + 4N²: divided "
+        f"by N, FlashAttention-1 moves fewer when T_c < (4N + d - 2)/(3d + 4) = {bound:.2f}, so "
+        f"at most {math.floor(bound)} outer steps, and ⌈N/B_c⌉ ≤ {math.floor(bound)} once "
+        f"B_c ≥ {n:,}/{math.floor(bound)} = {n / math.floor(bound):.2f}: B_c = {rows} rows, "
+        f"M = 4d·B_c = {expected:,} numbers. There FlashAttention-1 moves "
+        f"{fa1(expected) / 1e6:,.2f} million numbers in {steps} steps, standard attention "
+        f"{standard / 1e6:,.2f} million; with {rows - 1} rows, {fa1(expected - 4 * d) / 1e6:,.2f} "
+        f"million. The margin, {(standard - fa1(expected)) / 1e6:.2f} million, is less than one "
+        f"outer step ({(3 * n * d + 4 * n) / 1e6:.2f} million), so every term counts.")
     mistakes = {
-        millions(n / block_k): f"that takes N/B_c = {n / block_k:.1f} outer steps; a shorter "
-                               "last block is still a whole step: round up.",
-        millions(steps - 1): f"that rounds N/B_c = {n / block_k:.1f} down; the keys left over "
-                             "need one more outer step: round up.",
-        millions(steps, start=0): "that leaves out the first O, ℓ and m, written to slow memory "
-                                  "before the loops (Nd + 2N numbers).",
-        millions(steps, step=3 * n * d): "that leaves out ℓ and m, read and written at every "
-                                         "outer step (4N numbers per step).",
-        fa2: "that is FlashAttention-2's order, which reads Q and writes O once; FlashAttention-1 "
-             "reads and writes O at every outer step.",
-        (4 * n * d + 4 * n * n) / 1e6: "that is standard attention, which stores S and P.",
-        expected * 1e6: "that is the count in numbers; write it in millions.",
+        rows: f"that is B_c, in rows of keys; the question asks for M, in numbers: {4 * d} "
+              "numbers (4d) for each row.",
+        _smallest_fast_memory(n, d, fa1, 4 * n * n):
+            "that drops standard attention's 4Nd (reading Q, K, V and writing O): the two counts "
+            "differ here by less than one outer step of FlashAttention-1, so every term counts.",
+        _smallest_fast_memory(n, d, fa2, standard):
+            "that is where section 6's FlashAttention-2 order (2Nd + N + T_r·2Nd) moves fewer "
+            "than standard attention; FlashAttention-1 reads and writes O, ℓ and m at every outer "
+            "step, and needs a larger M.",
+        _smallest_fast_memory(n, d, fa1, 2 * n * n + 4 * n * d):
+            "that counts S and P once each (2N²); standard attention writes S, reads it back, "
+            "writes P and reads P again: 4N².",
+        _smallest_fast_memory(n, d, partial(fa1, per_step=2 * n * d + 4 * n), standard):
+            "that leaves out Q, read at every outer step: each step reads Q, O, ℓ, m and writes "
+            "O, ℓ, m, 3Nd + 4N numbers.",
+        expected - 4 * d:
+            f"with B_c = {rows - 1} rows FlashAttention-1 needs ⌈N/{rows - 1}⌉ = "
+            f"{math.ceil(n / (rows - 1))} outer steps and still moves more: "
+            f"{fa1(expected - 4 * d) / 1e6:,.2f} million numbers against standard attention's "
+            f"{standard / 1e6:,.2f} million.",
+        2 * expected: "that is in bytes, 2 per float16 number; the question counts M in numbers.",
+        expected - 4 * d + 1: f"M is a whole number of rows of 4d = {4 * d} numbers here; write "
+                              "the smallest such M.",
     }
-    return check_number(answer, expected, name="fa1_traffic",
-                        label="numbers FlashAttention-1 moves, N = 32,768, d = 64, M = 98,304 "
-                              "(millions)",
-                        explanation=explanation, rtol=1e-3, mistakes=mistakes,
-                        hint="find B_c from M and d, then the number of outer steps, and what "
-                             "each step reads and writes.")
+    return check_number(answer, expected, name="fa1_break_even",
+                        label="the smallest M at which FlashAttention-1 moves fewer numbers "
+                              "than standard attention, N = 32,768, d = 64",
+                        explanation=explanation, rtol=0, atol=0.5, mistakes=mistakes,
+                        hint="write both counts, find the most outer steps T_c that keep "
+                             "FlashAttention-1 below standard attention, then the smallest B_c "
+                             "that needs no more steps than that; M = 4d·B_c.")
 
 
 def _causal_reference(q: np.ndarray, q_start: int, k: np.ndarray, v: np.ndarray):

@@ -61,6 +61,20 @@ class _Cache(ABC):
         self.n_kv_heads, self.head_dim = n_kv_heads, head_dim
         self.dtype, self.device = dtype, torch.device("cpu") if device is None else device
         self._lengths = [0] * n_layers
+        self._k: list[Tensor] = []
+        self._v: list[Tensor] = []
+
+    def _allocate(self, shape: tuple[int, ...]) -> None:
+        """One zero tensor of ``shape`` per layer for the keys, one for the values."""
+        self._k = [torch.zeros(shape, dtype=self.dtype, device=self.device)
+                   for _ in range(self.n_layers)]
+        self._v = [torch.zeros(shape, dtype=self.dtype, device=self.device)
+                   for _ in range(self.n_layers)]
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes allocated for keys and values (every slot or block, used or not)."""
+        return sum(t.numel() * t.element_size() for t in (*self._k, *self._v))
 
     @property
     def length(self) -> int:
@@ -131,9 +145,7 @@ class KVCache(_Cache):
         self.max_len = None if max_len is None else check_int(max_len, "max_len")
         self.window = None if window is None else check_int(window, "window")
         slots = self.max_len or self.window or 0  # 0: the grown cache starts empty
-        shape = (self.batch_size, n_kv_heads, slots, head_dim)
-        self._k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(self.n_layers)]
-        self._v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(self.n_layers)]
+        self._allocate((self.batch_size, n_kv_heads, slots, head_dim))
 
     @property
     def grows(self) -> bool:
@@ -208,11 +220,6 @@ class KVCache(_Cache):
         """Per layer, the cached values ``(B, H_kv, L, head_dim)`` in position order."""
         return self._in_order(self._v)
 
-    @property
-    def nbytes(self) -> int:
-        """The bytes allocated for keys and values (all M or W slots when preallocated)."""
-        return sum(t.numel() * t.element_size() for t in (*self._k, *self._v))
-
 
 class PagedKVCache(_Cache):
     """A paged cache: keys and values live in fixed-size blocks of ``block_size`` positions taken
@@ -236,9 +243,7 @@ class PagedKVCache(_Cache):
         super().__init__(*dims, dtype, device)
         self.n_blocks = check_int(n_blocks, "n_blocks")
         self.block_size = check_int(block_size, "block_size")
-        shape = (self.n_blocks, n_kv_heads, self.block_size, head_dim)
-        self._k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(self.n_layers)]
-        self._v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(self.n_layers)]
+        self._allocate((self.n_blocks, n_kv_heads, self.block_size, head_dim))
         self._free = list(range(self.n_blocks))
         self.block_tables: list[list[int]] = [[] for _ in range(self.batch_size)]
 
@@ -285,8 +290,3 @@ class PagedKVCache(_Cache):
     def values(self) -> tuple[Tensor, ...]:
         """Per layer, the cached values ``(B, H_kv, L, head_dim)`` in position order."""
         return tuple(self._gather(layer, self.length)[1] for layer in range(self.n_layers))
-
-    @property
-    def nbytes(self) -> int:
-        """The bytes of the pools (every block, free or held)."""
-        return sum(t.numel() * t.element_size() for t in (*self._k, *self._v))

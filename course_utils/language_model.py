@@ -525,12 +525,11 @@ def speculative_generate(
     if draft.config.vocab_size != vocab:
         raise ValueError(f"draft must share the target's vocabulary of {vocab} tokens, it has "
                          f"{draft.config.vocab_size}")
-    ids = check_tensor(prompt_ids, "prompt_ids", dtype=torch.long, what="tensor of token ids")
-    if ids.ndim != 2 or ids.shape[0] != 1 or ids.shape[1] == 0:
-        raise ValueError(f"prompt_ids must have shape (1, L) with L >= 1 (one sequence), got "
+    target._check(prompt_ids, None, name="prompt_ids")
+    ids = prompt_ids
+    if ids.shape[0] != 1:
+        raise ValueError(f"prompt_ids must have shape (1, L) (one sequence), got "
                          f"{tuple(ids.shape)}")
-    if ids.min() < 0 or ids.max() >= vocab:
-        raise ValueError(f"prompt_ids must lie in [0, vocab_size={vocab})")
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=0)
     gamma = check_int(gamma, "gamma")
     temperature = check_real(temperature, "temperature", low=0)

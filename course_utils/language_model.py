@@ -35,8 +35,9 @@ from torch import Tensor, nn
 
 from course_utils.attention import merge_heads, softmax_attention, split_heads
 from course_utils.kv_cache import KVCache, PagedKVCache
-from course_utils.layers import FeedForward, RMSNorm
+from course_utils.layers import FeedForward
 from course_utils.linalg import matmul_flops
+from course_utils.norms import RMSNorm
 from course_utils.positional import apply_rope, rope_frequencies
 from course_utils.sampling import check_filters, filter_probs, sample, speculative_accept
 from course_utils.validation import (

@@ -1,5 +1,6 @@
-"""The Transformer's building blocks besides attention: feed-forward, layer norm, RMS norm,
-encoder and decoder layers.
+"""The Transformer's building blocks besides attention and normalization: feed-forward, encoder
+and decoder layers, their stacks and the encoder–decoder model (the LayerNorm they use is
+:class:`course_utils.norms.LayerNorm`).
 
 Every class is an ``nn.Module`` whose ``from_torch`` (where there is a PyTorch counterpart)
 copies PyTorch's weights, so the notebooks can check equal outputs. Padding masks are boolean
@@ -21,8 +22,17 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_utils.attention import MultiHeadAttention
+from course_utils.norms import LayerNorm
 from course_utils.positional import sinusoidal_encoding
-from course_utils.validation import check_bool, check_choice, check_int, check_real, check_tensor
+from course_utils.validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_last_dim,
+    check_real,
+    check_tensor,
+    check_torch_module,
+)
 
 __all__ = [
     "Decoder",
@@ -30,8 +40,6 @@ __all__ = [
     "Encoder",
     "EncoderLayer",
     "FeedForward",
-    "LayerNorm",
-    "RMSNorm",
     "Transformer",
     "TransformerConfig",
     "count_parameters",
@@ -114,38 +122,6 @@ def _config_from_torch(module: Any, activation: str) -> TransformerConfig:
     )
 
 
-def _check_last_dim(value: object, d_model: int) -> Tensor:
-    x = check_tensor(value, "x")
-    if x.shape[-1:] != (d_model,):
-        raise ValueError(f"x must have last dimension d_model={d_model}, got shape "
-                         f"{tuple(x.shape)}")
-    return x
-
-
-def _torch_module(module: object, torch_type: type[nn.Module]) -> Any:
-    """``module`` if it is a ``torch_type``, else a TypeError (typed ``Any``: the attributes of
-    PyTorch's modules are dynamic)."""
-    if not isinstance(module, torch_type):
-        raise TypeError(f"module must be an nn.{torch_type.__name__}, got {type(module).__name__}")
-    return module
-
-
-def _copy_norm(cls: Any, module: Any, torch_type: type[nn.Module],
-               parameters: tuple[str, ...]) -> Any:
-    """``cls`` built like the 1-D ``torch_type`` ``module`` (its size, ``eps``, dtype and device)
-    with ``parameters`` copied; a clear error for anything else."""
-    module = _torch_module(module, torch_type)
-    if (len(module.normalized_shape) != 1 or module.eps is None
-            or any(getattr(module, name) is None for name in parameters)):
-        raise ValueError(f"module must normalize one dimension, with an explicit eps and the "
-                         f"learned {' and '.join(parameters)} (elementwise_affine=True)")
-    new = cls(module.normalized_shape[0], eps=module.eps).to(module.weight)
-    with torch.no_grad():
-        for name in parameters:
-            getattr(new, name).copy_(getattr(module, name))
-    return new
-
-
 class FeedForward(nn.Module):
     """The position-wise feed-forward network, applied to each token independently.
 
@@ -173,7 +149,7 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(check_real(dropout, "dropout", low=0, high=1, high_open=True))
 
     def forward(self, x: Tensor) -> Tensor:
-        x = _check_last_dim(x, self.d_model)
+        x = check_last_dim(x, self.d_model)
         if self.activation == "relu":
             hidden = F.relu(self.linear1(x))
         elif self.activation == "gelu":
@@ -182,63 +158,6 @@ class FeedForward(nn.Module):
             assert self.gate is not None  # built for "swiglu"
             hidden = F.silu(self.gate(x)) * self.linear1(x)
         return self.linear2(self.dropout(hidden))
-
-
-class LayerNorm(nn.Module):
-    """Layer normalization over the last dimension (each token on its own).
-
-    ``LN(x) = γ ⊙ (x − μ) / √(σ² + ε) + β`` with ``μ = mean(x)`` and the *biased* variance
-    ``σ² = mean((x − μ)²)`` over the ``d_model`` features; ``γ`` (``weight``) starts at 1 and
-    ``β`` (``bias``) at 0. Shapes: ``(..., d_model) -> (..., d_model)``.
-    """
-
-    def __init__(self, d_model: int, eps: float = 1e-5):
-        super().__init__()
-        self.d_model = d_model = check_int(d_model, "d_model")
-        self.eps = check_real(eps, "eps", low=0, low_open=True)
-        self.weight = nn.Parameter(torch.ones(d_model))
-        self.bias = nn.Parameter(torch.zeros(d_model))
-
-    def forward(self, x: Tensor) -> Tensor:
-        x = _check_last_dim(x, self.d_model)
-        mean = x.mean(dim=-1, keepdim=True)
-        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
-        return self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias
-
-    @classmethod
-    def from_torch(cls, module: nn.LayerNorm) -> LayerNorm:
-        """A copy of a 1-D ``nn.LayerNorm(d_model)`` with affine weights and bias."""
-        return _copy_norm(cls, module, nn.LayerNorm, ("weight", "bias"))
-
-
-class RMSNorm(nn.Module):
-    """Root-mean-square normalization over the last dimension (Zhang & Sennrich, 2019; Llama).
-
-    ``RMSNorm(x) = γ ⊙ x / √(mean(x²) + ε)``: LayerNorm without subtracting the mean and without
-    ``β``, so it costs one reduction instead of two. ``γ`` (``weight``) starts at 1. For float16
-    and bfloat16 the whole formula is computed in float32 and rounded back once (a float16 square
-    overflows above 256), as ``nn.RMSNorm`` does (Hugging Face's Llama rounds once more, before
-    ``γ ⊙``); equal to ``nn.RMSNorm(d_model, eps=eps)`` in every dtype. Shapes:
-    ``(..., d_model) -> (..., d_model)``.
-    """
-
-    def __init__(self, d_model: int, eps: float = 1e-6):
-        super().__init__()
-        self.d_model = d_model = check_int(d_model, "d_model")
-        self.eps = check_real(eps, "eps", low=0, low_open=True)
-        self.weight = nn.Parameter(torch.ones(d_model))
-
-    def forward(self, x: Tensor) -> Tensor:
-        x = _check_last_dim(x, self.d_model)
-        dtype = torch.promote_types(x.dtype, self.weight.dtype)  # the result's
-        wide = x.to(torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype)
-        inv_rms = torch.rsqrt(wide.pow(2).mean(dim=-1, keepdim=True) + self.eps)
-        return (wide * inv_rms * self.weight.to(wide.dtype)).to(dtype)
-
-    @classmethod
-    def from_torch(cls, module: nn.RMSNorm) -> RMSNorm:
-        """A copy of a 1-D ``nn.RMSNorm(d_model, eps=...)`` with an explicit ``eps`` and weight."""
-        return _copy_norm(cls, module, nn.RMSNorm, ("weight",))
 
 
 def _check_padding_mask(value: object, shape: tuple[int, ...], name: str) -> Tensor | None:
@@ -291,7 +210,7 @@ def _copy_feed_forward(feed_forward: FeedForward, module: Any) -> None:
 def _check_torch_layer(module: Any, torch_type: type[nn.Module]) -> str:
     """What ``from_torch`` can copy: a batch-first ``torch_type`` with biases and an exact ReLU or
     GELU activation (function or module). Returns the activation's name."""
-    module = _torch_module(module, torch_type)
+    module = check_torch_module(module, torch_type)
     if not module.self_attn.batch_first:
         raise ValueError("module must be built with batch_first=True")
     act = module.activation
@@ -477,7 +396,7 @@ class _LayerStack(nn.Module):
     @classmethod
     def from_torch(cls, module: Any) -> _LayerStack:
         """A copy of the PyTorch stack (its layers and its optional final ``norm``)."""
-        module = _torch_module(module, cls.torch_type)
+        module = check_torch_module(module, cls.torch_type)
         layers = [cls.layer_type.from_torch(layer) for layer in module.layers]
         first = layers[0]
         config = replace(first.config, **{cls.n_layers_field: len(layers)},

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -189,6 +189,27 @@ def check_tensor(
         raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape "
                          f"{tuple(x.shape)}")
     return x
+
+
+def check_last_dim(value: object, size: int, name: str = "x") -> torch.Tensor:
+    """``value`` if it is a floating-point tensor whose last dimension is ``size`` (the ``d_model``
+    features of each token), else an error naming ``name``: ``TypeError`` for what is not one
+    (as :func:`check_tensor`), ``ValueError`` for another last dimension."""
+    x = check_tensor(value, name)
+    if x.shape[-1:] != (size,):
+        raise ValueError(f"{name} must have last dimension d_model={size}, got shape "
+                         f"{tuple(x.shape)}")
+    return x
+
+
+def check_torch_module(module: object, torch_type: type[torch.nn.Module],
+                       name: str = "module") -> Any:
+    """``module`` if it is an instance of the PyTorch class ``torch_type`` (``nn.LayerNorm``, say:
+    the module a ``from_torch`` copies), else a ``TypeError`` naming ``name``. Typed ``Any``: the
+    attributes of PyTorch's modules are dynamic."""
+    if not isinstance(module, torch_type):
+        raise TypeError(f"{name} must be an nn.{torch_type.__name__}, got {type(module).__name__}")
+    return module
 
 
 def check_attention_inputs(

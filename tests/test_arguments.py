@@ -42,6 +42,7 @@ from course_utils import (
     linalg,
     linear_attention,
     measure,
+    norms,
     optim,
     plotting,
     positional,
@@ -441,15 +442,16 @@ ROWS = [
     # layers
     *ints(layers.FeedForward, {"d_model": 4, "d_ff": 8}, ("d_model", "d_ff")),
     Row(layers.FeedForward, {"d_model": 4, "d_ff": 8}, "dropout", np.float32(0.25), "0", 1.0),
-    *[Row(cls, {"d_model": 4}, "eps", np.float32(1e-5), "1e-5", 0.0)
-      for cls in (layers.LayerNorm, layers.RMSNorm)],
-    *ints(layers.LayerNorm, {"d_model": 4}, ("d_model",)),
-    *ints(layers.RMSNorm, {"d_model": 4}, ("d_model",)),
     # the blocks, the model and the count take a TransformerConfig: its fields are the numbers
     *ints(layers.TransformerConfig, TRANSFORMER,
           [n for n in TRANSFORMER if n not in ("dropout", "eps")]),
     Row(layers.TransformerConfig, TRANSFORMER, "dropout", np.float32(0.25), "0", 1.0),
     Row(layers.TransformerConfig, TRANSFORMER, "eps", np.float32(1e-5), "0", 0.0),
+    # norms
+    *[Row(cls, {"d_model": 4}, "eps", np.float32(1e-5), "1e-5", 0.0)
+      for cls in (norms.LayerNorm, norms.RMSNorm)],
+    *ints(norms.LayerNorm, {"d_model": 4}, ("d_model",)),
+    *ints(norms.RMSNorm, {"d_model": 4}, ("d_model",)),
     # training
     *ints(training.warmup_lr, {"step": 3, "d_model": 16, "warmup": 4}, ("step", "d_model",
                                                                         "warmup")),
@@ -816,12 +818,8 @@ BAD = [
          "tie_embeddings", wrong_value=True),
     *bad(layers.FeedForward, {"d_model": 4, "d_ff": 8}, "activation", None, "tanh"),
     *bad(layers.FeedForward, {"d_model": 4, "d_ff": 8}, "bias", 1),
-    *[row for cls in (layers.LayerNorm, layers.RMSNorm, layers.FeedForward)
-      for row in bad(cls.forward, method(lambda cls=cls: (cls(4, 8) if cls is layers.FeedForward
-                                                            else cls(4))),
-                     "x", np.ones(4), torch.ones(2, 3))],
-    *bad(layers.LayerNorm.from_torch, {}, "module", nn.RMSNorm(4), nn.LayerNorm((2, 3))),
-    *bad(layers.RMSNorm.from_torch, {}, "module", nn.LayerNorm(4), nn.RMSNorm(4, eps=None)),
+    *bad(layers.FeedForward.forward, method(lambda: layers.FeedForward(4, 8)), "x", np.ones(4),
+         torch.ones(2, 3)),
     *[row for cls in (layers.EncoderLayer, layers.DecoderLayer, layers.Encoder, layers.Decoder,
                       layers.Transformer)
       for row in bad(cls, {}, "config", language_model.LMConfig(**LM_CONFIG))],
@@ -874,6 +872,12 @@ BAD = [
     *bad(linalg.matmul_loops, {"a": ARRAY_2D}, "b", "ab", np.ones((2, 2))),
     *bad(linalg.power_iteration, {}, "a", "ab", np.ones((2, 3))),
     *bad(linalg.power_iteration, {"a": np.diag([3.0, 1.0])}, "v0", "ab", [0.0, 0.0]),
+    # norms
+    *[row for cls in (norms.LayerNorm, norms.RMSNorm)
+      for row in bad(cls.forward, method(lambda cls=cls: cls(4)), "x", np.ones(4),
+                     torch.ones(2, 3))],
+    *bad(norms.LayerNorm.from_torch, {}, "module", nn.RMSNorm(4), nn.LayerNorm((2, 3))),
+    *bad(norms.RMSNorm.from_torch, {}, "module", nn.LayerNorm(4), nn.RMSNorm(4, eps=None)),
     # optim
     *[row for cls in (optim.Optimizer, optim.SGD, optim.Adam, optim.AdamW)
       for row in bad(cls, {"lr": 0.1}, "params", [[1.0]], [])],

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from course_utils.validation import (
     check_attention_inputs,
@@ -20,9 +21,11 @@ from course_utils.validation import (
     check_choice,
     check_generator,
     check_int,
+    check_last_dim,
     check_real,
     check_rng,
     check_tensor,
+    check_torch_module,
     float_array,
     real_array,
 )
@@ -211,6 +214,61 @@ def test_check_tensor():
         check_tensor(x, "ids", dtype=torch.long)
     with pytest.raises(ValueError, match=r"x must have at least 3 dimensions, got shape \(2, 3\)"):
         check_tensor(x, "x", min_ndim=3)
+
+
+def test_check_last_dim_keeps_any_leading_shape():
+    for shape in ((4,), (2, 4), (2, 3, 4)):
+        x = torch.ones(shape, dtype=torch.float64)
+        assert check_last_dim(x, 4) is x
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (np.ones(4), TypeError, "^h must be a torch.Tensor, got ndarray$"),
+        ([1.0, 2.0, 3.0, 4.0], TypeError, "^h must be a torch.Tensor, got list$"),
+        (None, TypeError, "^h must be a torch.Tensor, got NoneType$"),
+        (torch.ones(4, dtype=torch.long), TypeError,
+         "^h must be a floating-point tensor, got torch.int64$"),
+        (torch.ones(2, 3), ValueError, r"^h must have last dimension d_model=4, got shape \(2, 3"),
+        (torch.ones(4, 2), ValueError, r"got shape \(4, 2\)$"),
+        (torch.tensor(4.0), ValueError, r"^h must have last dimension d_model=4, got shape \(\)$"),
+    ],
+)
+def test_check_last_dim_names_the_argument(value, error, message):
+    with pytest.raises(error, match=message):
+        check_last_dim(value, 4, "h")
+
+
+def test_check_last_dim_names_x_by_default():
+    with pytest.raises(ValueError, match=r"^x must have last dimension d_model=8, got shape"):
+        check_last_dim(torch.ones(3), 8)
+
+
+def test_check_torch_module_returns_the_module_itself():
+    norm, subclass = nn.LayerNorm(4), type("MyNorm", (nn.LayerNorm,), {})(4)
+    assert check_torch_module(norm, nn.LayerNorm) is norm
+    assert check_torch_module(subclass, nn.LayerNorm) is subclass
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (nn.RMSNorm(4), "^norm must be an nn.LayerNorm, got RMSNorm$"),
+        (nn.Linear(4, 4), "^norm must be an nn.LayerNorm, got Linear$"),
+        (nn.LayerNorm, "^norm must be an nn.LayerNorm, got type$"),
+        (None, "^norm must be an nn.LayerNorm, got NoneType$"),
+        ("LayerNorm", "^norm must be an nn.LayerNorm, got str$"),
+    ],
+)
+def test_check_torch_module_names_the_argument(value, message):
+    with pytest.raises(TypeError, match=message):
+        check_torch_module(value, nn.LayerNorm, "norm")
+
+
+def test_check_torch_module_names_module_by_default():
+    with pytest.raises(TypeError, match="^module must be an nn.TransformerEncoderLayer, got Li"):
+        check_torch_module(nn.Linear(2, 2), nn.TransformerEncoderLayer)
 
 
 def test_check_attention_inputs_returns_the_sizes_and_the_scale():

@@ -170,9 +170,8 @@ def tile_table(n: int, d: int, repeats: int, threads: int) -> None:
     out, lse = tiled.tiled_attention_forward(q, k, v)
     forward_default = (tiled.BLOCK_Q, tiled.BLOCK_K)
     backward_default = (tiled.BACKWARD_BLOCK_Q, tiled.BACKWARD_BLOCK_K)
-    tiles = sorted({forward_default, backward_default, (tiled.TRAIN_BLOCK_Q, tiled.TRAIN_BLOCK_K),
-                    (128, 128), (256, 256), (512, 512),
-                    (1024, 1024), (2048, 512)})
+    tiles = sorted({forward_default, backward_default, (128, 128), (256, 128), (512, 128),
+                    (512, 256), (512, 512), (1024, 1024), (2048, 512)})
     tiles = [t for t in tiles if t[0] <= n and t[1] <= n]
     forward = measure.best_times(
         {t: partial(tiled.tiled_attention_forward, q, k, v, block_q=t[0], block_k=t[1])

@@ -31,10 +31,12 @@ Semantics shared by every function here (and by :mod:`course_utils.triton_attent
 Return convention (as every attention function of the course): a forward function returns
 ``(out, softmax statistics)`` — here the log-sum-exp per row, for dense attention the weights;
 the differentiable :func:`tiled_attention` returns ``out``. ``tiled_attention_numpy`` is written
-for reading; ``tiled_attention_forward`` is the PyTorch version for speed (base 2, the max
-subtracted inside the matrix product, lazy rescaling, the query blocks spread over the CPU's
-cores like a GPU grid: see its docstring); ``tiled_attention`` adds a backward pass that
-recomputes the probabilities tile by tile from the saved output and log-sum-exp.
+for reading; ``tiled_attention_forward`` is the PyTorch version for speed (base 2, a fixed
+reference from Cauchy–Schwarz in place of the running max, subtracted inside the matrix product,
+the query blocks spread over the CPU's cores like a GPU grid: see its docstring);
+``tiled_attention`` adds a backward pass that recomputes the probabilities tile by tile from the
+saved output and log-sum-exp. The online softmax itself, and the merging of partial results, are
+in :mod:`course_utils.online_softmax`.
 """
 
 from __future__ import annotations
@@ -51,96 +53,19 @@ from course_utils.validation import (
     check_attention_inputs,
     check_int,
     check_window,
-    float_array,
 )
 
 _HALF = (torch.float16, torch.bfloat16)
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _LN_2 = math.log(2.0)
-_RESCALE_ABOVE = 8.0  # lazy rescaling: move m only when a row's max rose more than 8 bits above it
+_LOOSE_BELOW = 2.0**-60  # ℓ below it: the reference was loose by over 60 bits, see the forward
 # Default tiles (block_q × block_k), chosen with `python benchmarks/attention.py --tiles` and
-# side-by-side runs on a 2-core AVX-512 CPU (1 MiB of L2 cache per core) at N = 2,048 … 16,384,
-# d = 64. The forward pass alone holds one tile of scores per worker: 1024 × 256 float32 scores
-# fill one L2 cache, with few calls per tile. Training (tiled_attention) is bound by memory: the
-# backward pass holds two tiles per worker (P and dP), so it takes small ones, and the forward
-# pass before it medium ones, so that forward + backward needs no more memory than PyTorch's
-# fused kernel, at any N.
+# side-by-side runs on 2-core AVX2 and AVX-512 CPUs (1 MiB of L2 cache per core) at N = 16,384,
+# d = 64. The forward pass holds one tile of scores per worker: 1024 × 256 float32 scores fill
+# one L2 cache, with few calls per tile. The backward pass holds two (P and dP), so it takes
+# smaller ones, and forward + backward needs no more memory than PyTorch's fused kernel.
 BLOCK_Q, BLOCK_K = 1024, 256
-TRAIN_BLOCK_Q, TRAIN_BLOCK_K = 512, 256
-BACKWARD_BLOCK_Q, BACKWARD_BLOCK_K = 256, 128
-
-
-# ------------------------------------------------------------------------------ online softmax
-def online_softmax_stats(x: np.ndarray) -> tuple[float, float]:
-    """One pass over ``x`` keeping the running max ``m`` and the running sum ``ℓ = Σ e^(x_i − m)``.
-
-    For each new element: ``m_new = max(m, x_i)``, ``ℓ ← ℓ·e^(m − m_new) + e^(x_i − m_new)``.
-    Returns ``(m, ℓ)``, so that ``softmax(x)_i = e^(x_i − m) / ℓ`` and ``logsumexp(x) = m + log ℓ``.
-    ``x`` is a non-empty 1-D array of finite numbers.
-    """
-    x = float_array(x, "x")
-    if x.ndim != 1 or not np.isfinite(x).all():
-        raise ValueError(f"x must be a 1-D array of finite numbers, got shape {x.shape}")
-    m, ell = -math.inf, 0.0
-    for value in x.tolist():
-        m_new = max(m, value)
-        ell = ell * math.exp(m - m_new) + math.exp(value - m_new)
-        m = m_new
-    return m, ell
-
-
-def merge_softmax_stats(m1: float, l1: float, m2: float, l2: float) -> tuple[float, float]:
-    """Combine the statistics of two chunks: ``m = max(m1, m2)``, ``ℓ = ℓ1·e^(m1−m) + ℓ2·e^(m2−m)``.
-
-    A chunk with no element is ``(−inf, 0)``; merging two of them gives ``(−inf, 0)``.
-    """
-    m1, m2 = (_check_max(m, name) for name, m in (("m1", m1), ("m2", m2)))
-    l1, l2 = (_check_sum(ell, name) for name, ell in (("l1", l1), ("l2", l2)))
-    m = max(m1, m2)
-    if m == -math.inf:
-        return -math.inf, 0.0
-    return m, l1 * math.exp(m1 - m) + l2 * math.exp(m2 - m)
-
-
-def _check_max(m: object, name: str) -> float:
-    if isinstance(m, bool) or not isinstance(m, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {type(m).__name__}")
-    if math.isnan(m) or m == math.inf:
-        raise ValueError(f"{name} must be finite or -inf (an empty chunk), got {m}")
-    return float(m)
-
-
-def _check_sum(ell: object, name: str) -> float:
-    if isinstance(ell, bool) or not isinstance(ell, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {type(ell).__name__}")
-    if not math.isfinite(ell) or ell < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {ell}")
-    return float(ell)
-
-
-def merge_attention_partials(
-    out1: np.ndarray, lse1: np.ndarray, out2: np.ndarray, lse2: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Merge attention computed over two disjoint sets of keys into attention over their union.
-
-    Each partial result is normalised over its own keys: ``out_k (..., Lq, d_v)`` and its
-    log-sum-exp ``lse_k (..., Lq)``. Then ``lse = log(e^lse1 + e^lse2)`` and
-    ``out = e^(lse1 − lse)·out1 + e^(lse2 − lse)·out2``. A row empty in both parts stays
-    ``(0, −inf)``.
-    """
-    out1, lse1, out2, lse2 = (float_array(x, name) for name, x in
-                              (("out1", out1), ("lse1", lse1), ("out2", out2), ("lse2", lse2)))
-    if out1.ndim < 2 or out1.shape != out2.shape:
-        raise ValueError(f"out1 and out2 must have one shape (..., Lq, d_v), got {out1.shape} "
-                         f"and {out2.shape}")
-    if lse1.shape != out1.shape[:-1] or lse2.shape != out1.shape[:-1]:
-        raise ValueError(f"lse1 and lse2 must have shape {out1.shape[:-1]} (out without its "
-                         f"last axis), got {lse1.shape} and {lse2.shape}")
-    lse = np.logaddexp(lse1, lse2)
-    safe = np.where(np.isneginf(lse), 0.0, lse)
-    w1 = np.exp(lse1 - safe)[..., None]
-    w2 = np.exp(lse2 - safe)[..., None]
-    return w1 * out1 + w2 * out2, lse
+BACKWARD_BLOCK_Q, BACKWARD_BLOCK_K = 256, 256
 
 
 # ------------------------------------------------------------------------------ the tile map
@@ -366,28 +291,29 @@ def tiled_attention_forward(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Tiled attention forward in PyTorch: ``(out (..., Lq, d_v), lse (..., Lq))``.
 
-    The same algorithm as :func:`tiled_attention_numpy`, with in-place tile updates into one
-    reused score buffer per worker, so that the extra memory is
+    The same result as :func:`tiled_attention_numpy`, with one reused score tile per worker and
+    the output accumulated in place, so that the extra memory is
     ``O(threads·block_q·block_k + Lq·d_v)`` instead of ``O(Lq·Lk)``. Runs without recording an
     autograd graph (use :func:`tiled_attention` for gradients). ``lse`` is float32 for
     half-precision inputs, else the input dtype.
 
-    Each tile costs two matrix products plus a few passes over its ``block_q × block_k`` scores,
-    so three tricks that save passes make it fast on a CPU (the result is unchanged):
+    Each tile costs two matrix products plus passes over its ``block_q × block_k`` scores, so
+    three changes that save passes make it fast on a CPU (the result is unchanged):
 
     * **base 2**: ``log2 e`` is folded into the scale, so scores ``s`` are in base-2 units and the
       tile uses ``exp2``, cheaper than ``exp`` (``e^x = 2^(x·log2 e)``); at the end
-      ``lse = (m + log2 ℓ)·ln 2``. The Triton kernel does the same.
-    * **the max is subtracted inside the matrix product**: ``baddbmm(m, q, kᵀ, beta=−1,
-      alpha=scale·log2 e)`` computes ``q kᵀ·scale·log2 e − m`` in one call.
-    * **lazy rescaling** (as in FlashAttention-4): ``m`` does not have to be the exact running
-      max. Any reference value gives the same result, because ``acc`` and ``ℓ`` both carry the
-      factor ``2^(−m)``, which cancels in ``out = acc / ℓ`` and is added back in
-      ``lse = m + log2 ℓ``. So ``m`` is raised (and ``ℓ``, ``acc`` rescaled by
-      ``2^(m_old − m_new)``) only when some row's max rose more than 8 above it; in between every
-      ``p = 2^(s − m) ≤ 2^8``, far from overflowing, and most tiles skip the rescale. A row that
-      has seen no key yet (its keys lie further on, as in a sliding window) has no reference
-      value: it takes its first max exactly, whether above or below the placeholder 0.
+      ``lse = (r + log2 ℓ)·ln 2``. The Triton kernel does the same.
+    * **a fixed reference instead of a running max**: any per-row value ``r`` gives the same
+      result, because ``acc`` and ``ℓ`` both carry the factor ``2^(−r)``, which cancels in
+      ``out = acc / ℓ`` and is added back in ``lse``. Cauchy–Schwarz gives one that no score
+      exceeds before a single score is computed: ``s_ij ≤ r_i = |c|·‖q_i‖·max_j ‖k_j‖`` (``c``
+      the base-2 scale), so every ``p = 2^(s − r) ≤ 1`` cannot overflow, and the tile needs no
+      row max and no rescaling (FlashDecoding++, Hong et al. 2023, fixes one value in advance and
+      recomputes when it fails). A bound can be loose: when a row's ``ℓ`` ends below 2^−60 (its
+      scores lie over 60 bits under ``r``, or its keys are all masked), the query block runs
+      again with each such row's exact max as ``r``, the safe softmax.
+    * **the reference is subtracted inside the matrix product**: the queries get one more column
+      ``−r`` and the keys a column of ones, so ``[c·q, −r] [k, 1]ᵀ = c·q kᵀ − r`` in one call.
 
     The query blocks are a grid of independent programs, run by one worker thread per core
     (:func:`course_utils.cpu_grid.run_grid`): the parallelism of a GPU grid, with no
@@ -398,66 +324,74 @@ def tiled_attention_forward(
 
 
 def _forward(q, k, v, tiles: TileMap, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-    work, lq, d_v, device = _work_dtype(q), tiles.lq, v.shape[-1], q.device
-    q3, v3 = _flat(q, work), _flat(v, work)
-    k_t = _flat(k, work).transpose(1, 2)  # (B, d, Lk), a view
-    out = torch.empty(q3.shape[0], lq, d_v, dtype=work, device=device)
+    work, lq, d, d_v, device = _work_dtype(q), tiles.lq, q.shape[-1], v.shape[-1], q.device
+    q3, k3, v3 = _flat(q, work), _flat(k, work), _flat(v, work)
+    c = scale / _LN_2  # base-2 units
+    k_norm = k3.norm(dim=-1).amax(dim=-1)[:, None, None]  # (B, 1, 1): the longest key
+    reference = q3.norm(dim=-1, keepdim=True).mul_(k_norm).mul_(abs(c))  # r, (B, Lq, 1)
+    out = torch.empty(q3.shape[0], lq, d_v, dtype=work, device=device)  # also the accumulator
     lse = torch.empty(q3.shape[0], lq, dtype=work, device=device)
     slices = batch_slices(q3.shape[0])
-    size = (max(b.stop - b.start for b in slices) * min(tiles.block_q, lq)
-            * min(tiles.block_k, tiles.lk))
-    buffers: dict[int, torch.Tensor] = {}  # one score tile per worker, reused by all its tiles
+    n_batch = max(b.stop - b.start for b in slices)
+    bq, bk = min(tiles.block_q, lq), min(tiles.block_k, tiles.lk)
+    no_key = max(lq - tiles.lk, 0) if tiles.causal else 0  # rows before it see no key at all
+    buffers: dict[int, tuple[torch.Tensor, ...]] = {}  # per worker, reused by all its tiles
 
     def program(cell: tuple[slice, int], worker: int) -> None:
         batch, i = cell
         rows = tiles.rows(i)
-        shape = (batch.stop - batch.start, rows.stop - rows.start)
-        if worker not in buffers:
-            buffers[worker] = torch.empty(size, dtype=work, device=device)
-        m = torch.zeros(*shape, 1, dtype=work, device=device)  # reference value, see above
-        ell = torch.zeros_like(m)
-        acc = torch.zeros(*shape, d_v, dtype=work, device=device)
-        fresh = True  # some row has seen no key yet
-        for j in tiles.key_blocks(i):
+        if worker not in buffers:  # a score tile, [c·q, −r] and [k, 1]
+            buffers[worker] = (torch.empty(n_batch * bq * bk, dtype=work, device=device),
+                               torch.empty(n_batch, bq, d + 1, dtype=work, device=device),
+                               torch.ones(n_batch, bk, d + 1, dtype=work, device=device))
+        tile, q_ext, k_ext = buffers[worker]
+        nb, nr = batch.stop - batch.start, rows.stop - rows.start
+        q_ext = q_ext[:nb, :nr]
+        torch.mul(q3[batch, rows], c, out=q_ext[..., :d])
+        torch.neg(reference[batch, rows], out=q_ext[..., d:])
+
+        def scores(j: int) -> tuple[torch.Tensor, slice]:  # c·q kᵀ − r of tile (i, j), masked
             keys = tiles.keys(j)
-            s = buffers[worker][: math.prod(shape) * (keys.stop - keys.start)].view(*shape, -1)
-            torch.baddbmm(m, q3[batch, rows], k_t[batch, :, keys], beta=-1,
-                          alpha=scale / _LN_2, out=s)  # q kᵀ·scale·log2 e − m
+            k_blk = k_ext[:nb, : keys.stop - keys.start]
+            k_blk[..., :d] = k3[batch, keys]
+            s = tile[: nb * nr * k_blk.shape[1]].view(nb, nr, -1)
+            torch.bmm(q_ext, k_blk.transpose(1, 2), out=s)
             if tiles.masked[i, j]:
                 s.masked_fill_(tiles.hidden(i, j, device), -math.inf)
-            growth = s.amax(dim=-1, keepdim=True)  # how far each row's max lies above m
-            if fresh:  # rows that saw nothing take their max exactly (−inf: still nothing)
-                unseen = ell == 0
-                step = torch.where(unseen, growth, growth.clamp(min=0.0))
-                _rescale(s, m, ell, acc, step.masked_fill_(growth == -math.inf, 0.0), unseen)
-            elif growth.max() > _RESCALE_ABOVE:  # lazy rescaling, see the docstring
-                _rescale(s, m, ell, acc, growth.clamp_(min=0.0), None)
-            p = s.exp2_()  # reuse the tile's memory
-            ell.add_(p.sum(dim=-1, keepdim=True))
-            acc.baddbmm_(p, v3[batch, keys])
-            fresh = fresh and not bool((ell > 0).all())
+            return s, keys
+
+        acc, ell = out[batch, rows], torch.empty(nb, nr, 1, dtype=work, device=device)
+
+        def accumulate() -> None:  # ℓ = Σ_j 2^(s_j − r), acc = Σ_j 2^(s_j − r) v_j
+            acc.zero_()
+            ell.zero_()
+            for j in tiles.key_blocks(i):
+                p, keys = scores(j)
+                p.exp2_()  # at most 1, in the tile's memory
+                ell.add_(p.sum(dim=-1, keepdim=True))
+                acc.baddbmm_(p, v3[batch, keys])
+
+        accumulate()
+        loose = ell < _LOOSE_BELOW
+        loose[:, : max(no_key - rows.start, 0)] = False
+        if loose.any():  # again with the exact max of those rows as r: the safe softmax
+            row_max = torch.full_like(ell, -math.inf)
+            for j in tiles.key_blocks(i):
+                torch.maximum(row_max, scores(j)[0].amax(dim=-1, keepdim=True), out=row_max)
+            shift = row_max.masked_fill_(~loose | (row_max == -math.inf), 0.0)
+            q_ext[..., d:] -= shift
+            reference[batch, rows] += shift
+            accumulate()
         seen = ell > 0
         ell_safe = torch.where(seen, ell, 1.0)
-        out[batch, rows] = (acc / ell_safe).masked_fill_(~seen, 0.0)
-        lse_blk = (m + ell_safe.log2()) * _LN_2  # back from base 2 to the natural log
+        acc.div_(ell_safe).masked_fill_(~seen, 0.0)
+        lse_blk = (reference[batch, rows] + ell_safe.log2()) * _LN_2  # base 2 → natural log
         lse[batch, rows] = lse_blk.masked_fill_(~seen, -math.inf).squeeze(-1)
 
     cost = tiles.visit.sum(axis=1)  # tiles per query block; the longest run first
     run_grid(program, [(batch, int(i)) for i in np.argsort(-cost, kind="stable")
                        for batch in slices])
     return out.reshape(q.shape[:-1] + (d_v,)).to(q.dtype), lse.reshape(q.shape[:-1])
-
-
-def _rescale(s, m, ell, acc, step, unseen) -> None:
-    """Raise the reference ``m`` by ``step`` per row: ``s −= step``, ``ℓ, acc ×= 2^(−step)``
-    (rows in ``unseen`` hold ``ℓ = acc = 0`` and are left so: their factor could be ``inf``)."""
-    s.sub_(step)
-    m.add_(step)
-    alpha = step.neg().exp2_()
-    if unseen is not None:
-        alpha.masked_fill_(unseen, 1.0)
-    ell.mul_(alpha)
-    acc.mul_(alpha)
 
 
 def tiled_attention_backward(
@@ -500,10 +434,18 @@ def tiled_attention_backward(
                          f", got {tuple(out.shape)} and {tuple(grad_out.shape)}")
     if lse.shape != q.shape[:-1]:
         raise ValueError(f"lse must have shape {tuple(q.shape[:-1])}, got {tuple(lse.shape)}")
-    return _backward(q, k, v, out, lse, grad_out, tiles, scale)
+    lse_base2 = _base2(lse.to(_work_dtype(q), copy=True), tiles.lq)
+    return _backward(q, k, v, out, lse_base2, grad_out, tiles, scale)
 
 
-def _backward(q, k, v, out, lse, grad_out, tiles: TileMap, scale: float):
+def _base2(lse: torch.Tensor, lq: int) -> torch.Tensor:
+    """``lse (..., Lq)`` in place as ``(B, Lq, 1)`` in base 2; a row that saw no key gets 0 (its
+    ``P`` is 0 anyway)."""
+    lse = lse.view(-1, lq, 1).div_(_LN_2)
+    return lse.masked_fill_(lse == -math.inf, 0.0)
+
+
+def _backward(q, k, v, out, lse_base2, grad_out, tiles: TileMap, scale: float):
     work, lq, device = _work_dtype(q), tiles.lq, q.device
     with torch.no_grad():
         q3, k3, v3 = _flat(q, work), _flat(k, work), _flat(v, work)
@@ -512,8 +454,6 @@ def _backward(q, k, v, out, lse, grad_out, tiles: TileMap, scale: float):
         for start in range(0, lq, tiles.block_q):  # by blocks: no Lq × d_v temporary
             rows = slice(start, start + tiles.block_q)
             delta[:, rows] = (do[:, rows] * out3[:, rows]).sum(dim=-1, keepdim=True)
-        lse2 = lse.to(work).reshape(-1, lq, 1) / _LN_2  # natural log → base 2
-        lse2.masked_fill_(lse2 == -math.inf, 0.0)  # a fully masked row: P = 0 anyway
         dq, dk, dv = torch.zeros_like(q3), torch.zeros_like(k3), torch.zeros_like(v3)
     slices = batch_slices(q3.shape[0])
     n_query_blocks, n_key_blocks = tiles.visit.shape
@@ -536,7 +476,7 @@ def _backward(q, k, v, out, lse, grad_out, tiles: TileMap, scale: float):
             rows = tiles.rows(i)
             shape = (batch.stop - batch.start, rows.stop - rows.start, keys.stop - keys.start)
             s, dp = (b[: math.prod(shape)].view(shape) for b in buffers[worker])
-            torch.baddbmm(lse2[batch, rows], q3[batch, rows], k_blk.transpose(1, 2), beta=-1,
+            torch.baddbmm(lse_base2[batch, rows], q3[batch, rows], k_blk.transpose(1, 2), beta=-1,
                           alpha=scale / _LN_2, out=s)  # (S − lse)·log2 e
             if tiles.masked[i, j]:
                 s.masked_fill_(tiles.hidden(i, j, device), -math.inf)
@@ -584,14 +524,14 @@ class TiledAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, forward_tiles, backward_tiles, scale):
         out, lse = _forward(q, k, v, forward_tiles, scale)
-        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.save_for_backward(q, k, v, out, _base2(lse, forward_tiles.lq))  # no copy
         ctx.tiles, ctx.scale = backward_tiles, scale
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = _backward(q, k, v, out, lse, grad_out, ctx.tiles, ctx.scale)
+        q, k, v, out, lse_base2 = ctx.saved_tensors
+        dq, dk, dv = _backward(q, k, v, out, lse_base2, grad_out, ctx.tiles, ctx.scale)
         return dq, dk, dv, None, None, None
 
 
@@ -610,12 +550,12 @@ def tiled_attention(
     """Differentiable tiled attention ``(..., Lq, d_v)``: forward and backward both tiled.
 
     ``block_q`` and ``block_k`` set the tiles of both passes; left out, each pass takes its own
-    defaults (:data:`TRAIN_BLOCK_Q` × :data:`TRAIN_BLOCK_K` forward, :data:`BACKWARD_BLOCK_Q` ×
+    defaults (:data:`BLOCK_Q` × :data:`BLOCK_K` forward, :data:`BACKWARD_BLOCK_Q` ×
     :data:`BACKWARD_BLOCK_K` backward), except with a ``block_mask``, whose tiles are the
     forward's in both passes.
     """
-    fq = TRAIN_BLOCK_Q if block_q is None else block_q
-    fk = TRAIN_BLOCK_K if block_k is None else block_k
+    fq = BLOCK_Q if block_q is None else block_q
+    fk = BLOCK_K if block_k is None else block_k
     forward_tiles, scale = _check(q, k, v, causal, window, block_mask, fq, fk, scale)
     if block_mask is None:
         backward_tiles = TileMap.build(

@@ -2,8 +2,8 @@
 
 One Triton *program* computes one block of ``BLOCK_Q`` query rows of one (batch, head): it loads
 its queries once, walks over the keys and values in blocks of ``BLOCK_K`` with the running
-max / running sum / rescaled accumulator of :mod:`course_utils.tiled`, and writes the output
-block and its log-sum-exp. The semantics are those of
+max / running sum / rescaled accumulator of :func:`course_utils.tiled.tiled_attention_numpy`,
+and writes the output block and its log-sum-exp. The semantics are those of
 :func:`course_utils.tiled.tiled_attention_forward` (bottom-right causal alignment, sliding
 windows, fully masked rows give 0 and ``−inf``, any lengths, float16 and bfloat16 accumulate in
 float32; block-sparse masks are left to the PyTorch version), plus:

@@ -43,6 +43,7 @@ from course_utils import (
     linear_attention,
     measure,
     norms,
+    online_softmax,
     optim,
     plotting,
     positional,
@@ -386,7 +387,7 @@ ROWS = [
     *ints(measure.peak_extra_memory, {"method": "fused", "n": 64, "d": 8, "threads": 1},
           ("n", "d", "threads"), call=lambda **kw: measure.peak_extra_memory(**kw) >= 0),
     # tiled
-    *[Row(tiled.merge_softmax_stats, {"m1": 0.0, "l1": 1.0, "m2": 1.0, "l2": 2.0}, name,
+    *[Row(online_softmax.merge_softmax_stats, {"m1": 0.0, "l1": 1.0, "m2": 1.0, "l2": 2.0}, name,
           np.float32(0.5), "0.5", wrong) for name, wrong in
       (("m1", math.nan), ("l1", -1.0), ("m2", math.inf), ("l2", math.inf))],
     *ints(tiled.visited_tiles, {"lq": 8, "lk": 8, "block_q": 4, "block_k": 2},
@@ -984,9 +985,9 @@ BAD = [
     *bad(linear_attention.linear_attention_step, STEP, "state", [1, 2],
          (torch.zeros(2, 4, 6), torch.zeros(2, 3))),
     # tiled
-    *bad(tiled.online_softmax_stats, {}, "x", ["a"], np.array([1.0, np.inf])),
-    *bad(tiled.merge_attention_partials, PARTIALS, "out1", "x", np.ones((2, 3, 5))),
-    *bad(tiled.merge_attention_partials, PARTIALS, "lse2", [["a"]], np.ones((2, 2))),
+    *bad(online_softmax.online_softmax_stats, {}, "x", ["a"], np.array([1.0, np.inf])),
+    *bad(online_softmax.merge_attention_partials, PARTIALS, "out1", "x", np.ones((2, 3, 5))),
+    *bad(online_softmax.merge_attention_partials, PARTIALS, "lse2", [["a"]], np.ones((2, 2))),
     *bad(tiled.visited_tiles, {"lq": 8, "lk": 8, "block_q": 4, "block_k": 2}, "block_mask",
          np.ones((2, 4)), np.ones((3, 4), dtype=bool)),
     *bad(tiled.dense_mask, {"lq": 8, "lk": 8}, "causal", "yes"),

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from checker_table import right, table_test, wrong
 
-from course_utils import tiled
+from course_utils import online_softmax
 from course_utils.checks import nb17
 
 
@@ -22,7 +22,8 @@ def online_softmax_stats(chunks, start=-math.inf, rescale=True):
 def online_softmax_stats_by_merging(chunks):
     m, ell = -math.inf, 0.0
     for chunk in chunks:
-        m, ell = tiled.merge_softmax_stats(m, ell, *tiled.online_softmax_stats(chunk))
+        stats = online_softmax.online_softmax_stats(chunk)
+        m, ell = online_softmax.merge_softmax_stats(m, ell, *stats)
     return m, ell
 
 
@@ -91,7 +92,7 @@ def array_of_each_chunk_used_at_once(chunks):  # np.array(chunk) is fine when us
     m, ell = -math.inf, 0.0
     for chunk in chunks:
         x = np.array(chunk)
-        m, ell = tiled.merge_softmax_stats(m, ell, *tiled.online_softmax_stats(x))
+        m, ell = online_softmax.merge_softmax_stats(m, ell, *online_softmax.online_softmax_stats(x))
     return m, ell
 
 
@@ -146,7 +147,7 @@ def causal_by_merging(q, q_start, blocks):  # exact attention per block, merged 
         if out is None:
             out, lse = part_out, part_lse
         else:
-            out, lse = tiled.merge_attention_partials(out, lse, part_out, part_lse)
+            out, lse = online_softmax.merge_attention_partials(out, lse, part_out, part_lse)
         k_start += len(k)
         if k_start > q_start + len(q) - 1:
             break

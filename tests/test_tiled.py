@@ -12,7 +12,6 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.special import logsumexp, softmax
 from torch.nn.attention.bias import causal_lower_right
 
 from course_utils import tiled
@@ -74,59 +73,6 @@ def test_bottom_right_mask_is_torchs_causal_lower_right():
     for lq, lk in [(5, 5), (3, 7), (1, 9)]:
         torch_mask = causal_lower_right(lq, lk)._materialize()
         assert torch.equal(torch_mask, bottom_right(lq, lk))
-
-
-# ------------------------------------------------------------------------------ online softmax
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(-1000, 1000), min_size=1, max_size=30))
-def test_online_softmax_matches_scipy(values):
-    x = np.array(values)
-    m, ell = tiled.online_softmax_stats(x)
-    assert m == x.max()
-    np.testing.assert_allclose(m + math.log(ell), logsumexp(x), rtol=1e-12, atol=1e-9)
-    np.testing.assert_allclose(np.exp(x - m) / ell, softmax(x), rtol=1e-9, atol=1e-12)
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(-50, 50), min_size=2, max_size=30), st.integers(1, 29))
-def test_merging_chunks_equals_one_pass(values, cut):
-    x = np.array(values)
-    cut = min(cut, len(x) - 1)
-    m, ell = tiled.merge_softmax_stats(
-        *tiled.online_softmax_stats(x[:cut]), *tiled.online_softmax_stats(x[cut:])
-    )
-    np.testing.assert_allclose(m + math.log(ell), logsumexp(x), rtol=1e-12, atol=1e-12)
-    assert tiled.merge_softmax_stats(-math.inf, 0.0, -math.inf, 0.0) == (-math.inf, 0.0)
-
-
-def test_online_softmax_rejects_bad_input():
-    with pytest.raises(ValueError, match="x must not be empty"):
-        tiled.online_softmax_stats(np.array([]))
-    with pytest.raises(ValueError, match="1-D array of finite"):
-        tiled.online_softmax_stats(np.ones((2, 2)))
-    with pytest.raises(ValueError, match="1-D array of finite"):
-        tiled.online_softmax_stats(np.array([1.0, np.inf]))
-    with pytest.raises(ValueError, match="x contains NaN"):
-        tiled.online_softmax_stats(np.array([1.0, np.nan]))
-    with pytest.raises(TypeError, match="m1 must be a real number"):
-        tiled.merge_softmax_stats(torch.tensor(1.0), 1.0, 0.0, 1.0)
-    with pytest.raises(ValueError, match="l2 must be a finite number >= 0"):
-        tiled.merge_softmax_stats(0.0, 1.0, 0.0, -1.0)
-
-
-def test_merge_attention_partials_equals_attention_over_all_keys():
-    q, k, v = qkv((2, 6, 8), 10)
-    out, lse = reference(q, k, v, causal=False)
-    parts = [reference(q, k[:, a:b], v[:, a:b], causal=False) for a, b in [(0, 4), (4, 10)]]
-    merged_out, merged_lse = tiled.merge_attention_partials(
-        parts[0][0].numpy(), parts[0][1].numpy(), parts[1][0].numpy(), parts[1][1].numpy()
-    )
-    np.testing.assert_allclose(merged_out, out.numpy(), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(merged_lse, lse.numpy(), rtol=1e-5, atol=1e-5)
-    empty = tiled.merge_attention_partials(np.zeros((1, 2)), [-np.inf], np.zeros((1, 2)), [-np.inf])
-    assert np.array_equal(empty[0], np.zeros((1, 2))) and empty[1][0] == -np.inf
-    with pytest.raises(ValueError, match="lse1 and lse2 must have shape"):
-        tiled.merge_attention_partials(np.zeros((3, 2)), np.zeros(2), np.zeros((3, 2)), np.zeros(3))
 
 
 # ------------------------------------------------------------------------------ block skipping
@@ -325,10 +271,10 @@ def test_large_logits_do_not_overflow():
 
 
 @pytest.mark.parametrize("rising", [True, False])
-def test_lazy_rescaling_matches_sdpa_when_the_max_keeps_rising_or_not(rising):
+def test_the_fixed_reference_matches_sdpa_when_the_max_keeps_rising_or_not(rising):
     # scores ≈ 2·j along the keys j: each 8-key tile raises the row max by about 16/ln 2 ≈ 23
-    # bits, more than the 8 that trigger a rescale, and 182 bits in all: 2^182 would overflow
-    # float32 without the rescale. Reversed, the first tile holds the max (no rescale).
+    # bits, 182 bits in all, so 2^(s − m) with m the first tile's max would overflow float32;
+    # reversed, the first tile holds the max. The Cauchy–Schwarz reference is above both.
     q, k, v = qkv((2, 24, 16), 64)
     direction = F.normalize(torch.randn(16, generator=torch.Generator().manual_seed(1)), dim=0)
     q = q * 0.1 + direction * 8.0
@@ -341,6 +287,24 @@ def test_lazy_rescaling_matches_sdpa_when_the_max_keeps_rising_or_not(rising):
     assert (growth_bits > 8).all() if rising else (growth_bits < 0).all()
     torch.testing.assert_close(got, out, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(got_lse, lse, atol=1e-5, rtol=1e-5)
+
+
+def test_a_loose_reference_falls_back_to_the_exact_max():
+    # long keys along a direction the queries do not share: the bound |q|·max|k|/√d lies more
+    # than 149 bits above every score of the rows, so 2^(s − r) is 0 in float32 and ℓ = 0; the
+    # forward must run those rows again with their exact max (the other rows keep the bound)
+    q, k, v = qkv((2, 32, 16), 48)
+    k[..., 0] += 4000.0
+    q[..., 0] = 0.0
+    q[:, :4] = k[0, :4] / 40000  # four rows whose bound is tight: no fallback needed there
+    scores = q @ k.transpose(-1, -2) / 4
+    bound = q.norm(dim=-1) * k.norm(dim=-1).amax(dim=-1, keepdim=True) / 4
+    gap_bits = (bound - scores.amax(dim=-1)) / math.log(2)
+    assert (gap_bits[:, 4:] > 149).all() and (gap_bits[:, :4] < 60).all()
+    exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double())
+    got, got_lse = tiled.tiled_attention_forward(q, k, v, block_q=8, block_k=16)
+    torch.testing.assert_close(got.double(), exact, atol=1e-4, rtol=0)  # scores up to ~100
+    torch.testing.assert_close(got_lse.double(), scores.double().logsumexp(-1), atol=1e-4, rtol=0)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import costs, tiled
+from course_utils import costs, online_softmax, tiled
 from course_utils.checks import (
     Case,
     CheckResult,
@@ -256,7 +256,7 @@ def check_online_softmax_stats(func: Callable[[Stream], tuple[float, float]]) ->
         arrays = [np.array(c) for c in chunks]
         stream = Stream(arrays, "chunks", "chunk", "update m and ℓ", watch_memory=True)
         cases.append(Case((stream,), label,
-                          expected=tiled.online_softmax_stats(np.concatenate(arrays))))
+                          expected=online_softmax.online_softmax_stats(np.concatenate(arrays))))
     return check_function(_no_torch_copies(func, "chunk"), cases=cases,
                           name="online_softmax_stats", names=("m", "ℓ"),
                           no_warnings=True)

@@ -6,7 +6,10 @@ import torch
 import torch.nn.functional as F
 from checker_table import right, table_test, wrong
 
+from course_utils import norms
 from course_utils.checks import nb12
+
+Norm = norms.LayerNorm  # the course's LayerNorm under another name
 
 
 def layer_norm(x, gamma, beta, eps=1e-5, dim=-1, correction=0, eps_place="inside"):
@@ -39,15 +42,52 @@ def layer_norm_by_module(x, gamma, beta, eps=1e-5):
     return norm(x).detach()
 
 
+def layer_norm_by_course(x, gamma, beta, eps=1e-5):
+    norm = norms.LayerNorm(x.shape[-1], eps=eps).to(x.dtype)
+    with torch.no_grad():
+        norm.weight.copy_(gamma)
+        norm.bias.copy_(beta)
+        return norm(x)
+
+
+def layer_norm_by_alias(x, gamma, beta, eps=1e-5):
+    norm = Norm(x.shape[-1], eps=eps).to(x.dtype)  # names neither norms nor LayerNorm
+    with torch.no_grad():
+        norm.weight.copy_(gamma)
+        norm.bias.copy_(beta)
+        return norm(x)
+
+
+def layer_norm_by_group_norm(x, gamma, beta, eps=1e-5):
+    d = x.shape[-1]  # one group holding all d features of each token: a layer norm
+    return gamma * F.group_norm(x.reshape(-1, 1, d), 1, eps=eps).reshape(x.shape) + beta
+
+
+def layer_norm_by_instance_norm(x, gamma, beta, eps=1e-5):
+    d = x.shape[-1]  # each token a channel, normalized over its d features
+    return gamma * F.instance_norm(x.reshape(1, -1, d), eps=eps).reshape(x.shape) + beta
+
+
+def layer_norm_by_batch_norm(x, gamma, beta, eps=1e-5):
+    d = x.shape[-1]  # (d, tokens): each token a channel, normalized over the d "examples"
+    flat = F.batch_norm(x.reshape(-1, d).T, None, None, training=True, eps=eps)
+    return gamma * flat.T.reshape(x.shape) + beta
+
+
+def layer_norm_by_rms_norm(x, gamma, beta, eps=1e-5):
+    centred = x - x.mean(dim=-1, keepdim=True)  # RMS norm of the centred x is a layer norm
+    return gamma * F.rms_norm(centred, x.shape[-1:], eps=eps) + beta
+
+
 def pre_ln_block(x, gamma, beta, w1, b1, w2, b2, dim=-1, add_normalized=False, post=False,
-                 correction=0, eps=1e-5):
+                 correction=0, eps=1e-5, activation=torch.relu):
     def norm(t):
         mu = t.mean(dim, keepdim=True)
         var = t.var(dim, keepdim=True, correction=correction)
         return gamma * (t - mu) / torch.sqrt(var + eps) + beta
 
     def ffn(t):
-        return torch.relu(t @ w1 + b1) @ w2 + b2
+        return activation(t @ w1 + b1) @ w2 + b2
 
     if post:
         return norm(x + ffn(x))
@@ -70,7 +110,7 @@ ROWS = [
         nb12.check_layer_norm,
         functional=(lambda x, gamma, beta, eps=1e-5: F.layer_norm(x, x.shape[-1:], gamma, beta,
                                                                  eps),
-                    "it calls F.layer_norm, PyTorch's own layer normalization"),
+                    "it calls F.layer_norm, a ready-made layer normalization"),
         module=(layer_norm_by_module, "it calls nn.LayerNorm"),
         native=(lambda x, gamma, beta, eps=1e-5: getattr(torch, "native_" + "layer_norm")(
             x, x.shape[-1:], gamma, beta, eps)[0], "it calls torch.native_layer_norm"),
@@ -88,6 +128,13 @@ ROWS = [
         ignores_eps=(lambda x, gamma, beta, eps=1e-5: layer_norm(x, gamma, beta),
                      "eps = 0.1 matters: values differ"),
         in_place=(layer_norm_in_place, "changed its argument `x` in place"),
+        course_module=(layer_norm_by_course, "it calls the course's norms.LayerNorm, a "
+                                             "ready-made layer normalization"),
+        course_alias=(layer_norm_by_alias, "it calls the course's norms.LayerNorm"),
+        group_norm=(layer_norm_by_group_norm, "it calls F.group_norm, a ready-made"),
+        instance_norm=(layer_norm_by_instance_norm, "it calls F.instance_norm, a ready-made"),
+        batch_norm=(layer_norm_by_batch_norm, "it calls F.batch_norm, a ready-made"),
+        rms_norm=(layer_norm_by_rms_norm, "it calls F.rms_norm, a ready-made"),
     ),
     *right(nb12.check_llama_d_ff, worked=256 * math.ceil(2 * 4 * 4096 / 3 / 256)),
     *wrong(
@@ -109,9 +156,19 @@ ROWS = [
         over_tokens=(lambda *args: pre_ln_block(*args, dim=-2),
                      "LayerNorm runs over the tokens (dim=-2)"),
         adds_normalized=(lambda *args: pre_ln_block(*args, add_normalized=True),
-                         "zero weights: the block must be the identity: the residual adds the "
-                         "normalized x"),
-        post_ln=(lambda *args: pre_ln_block(*args, post=True), "this is post-LN"),
+                         "(2, 5, 8), d_ff = 32: the residual adds the normalized x"),
+        adds_normalized_zero=(lambda *args: pre_ln_block(*args, add_normalized=True),
+                              "zero weights: the block must be the identity: the output is LN(x), "
+                              "which both post-LN, LN(x + FFN(x)), and a residual"),
+        post_ln=(lambda *args: pre_ln_block(*args, post=True),
+                 "(2, 5, 8), d_ff = 32: this is post-LN"),
+        post_ln_zero=(lambda *args: pre_ln_block(*args, post=True),
+                      "zero weights: the block must be the identity: the output is LN(x), which "
+                      "both post-LN"),
+        gelu=(lambda *args: pre_ln_block(*args, activation=F.gelu),
+              "(2, 5, 8), d_ff = 32: the feed-forward network applies GELU"),
+        eps_1e6=(lambda *args: pre_ln_block(*args, eps=1e-6),
+                 "(2, 5, 8), d_ff = 32: ε is 1e-6"),
         no_norm=(lambda x, gamma, beta, w1, b1, w2, b2: x + torch.relu(x @ w1 + b1) @ w2 + b2,
                  "(2, 5, 8), d_ff = 32: there is no LayerNorm"),
         unbiased=(lambda *args: pre_ln_block(*args, correction=1),

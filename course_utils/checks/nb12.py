@@ -12,6 +12,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from course_utils import norms
 from course_utils.checks import (
     Case,
     CaseResult,
@@ -58,46 +59,87 @@ _LN_MISTAKES = {
 }
 
 
-_LIBRARY_RULE = ("it calls {name}, PyTorch's own layer normalization: the exercise is to write "
-                 "the formula yourself, without nn.LayerNorm or F.layer_norm")
+_LIBRARY_RULE = ("it calls {name}, a ready-made {kind}: the exercise is to write the formula "
+                 "yourself, with a mean, a variance and a square root, without PyTorch's or the "
+                 "course's normalization layers")
+_LN = "layer normalization"
+_GROUP = "normalization (one group of d_model features is a layer normalization)"
+_INSTANCE = "normalization (an instance of d_model features is a layer normalization)"
+_BATCH = "normalization (over a token's d_model features it is a layer normalization)"
+_RMS = "normalization (of a centred x it is a layer normalization)"
+
+# (owner, attribute, the name a learner wrote, what it is): refused while the answer runs; a
+# layer's ``forward`` is refused on its class, so that every instance and alias is caught
+_READY_MADE: tuple[tuple[Any, str, str, str], ...] = (
+    (F, "layer_norm", "F.layer_norm", _LN),
+    (torch, "layer_norm", "torch.layer_norm", _LN),
+    (torch, "native_layer_norm", "torch.native_layer_norm", _LN),
+    (torch.nn.LayerNorm, "forward", "nn.LayerNorm", _LN),
+    (norms.LayerNorm, "forward", "the course's norms.LayerNorm", _LN),
+    (F, "group_norm", "F.group_norm", _GROUP),
+    (torch, "group_norm", "torch.group_norm", _GROUP),
+    (torch.nn.GroupNorm, "forward", "nn.GroupNorm", _GROUP),
+    (F, "instance_norm", "F.instance_norm", _INSTANCE),
+    (torch, "instance_norm", "torch.instance_norm", _INSTANCE),
+    (F, "batch_norm", "F.batch_norm", _BATCH),
+    (torch, "batch_norm", "torch.batch_norm", _BATCH),
+    (F, "rms_norm", "F.rms_norm", _RMS),
+    (torch, "rms_norm", "torch.rms_norm", _RMS),
+    (torch.nn.RMSNorm, "forward", "nn.RMSNorm", _RMS),
+    (norms.RMSNorm, "forward", "the course's norms.RMSNorm", _RMS),
+)
 
 
 @contextlib.contextmanager
 def _library_layer_norm_refused() -> Iterator[None]:
-    """``F.layer_norm``, ``torch.layer_norm``, ``torch.native_layer_norm`` and ``nn.LayerNorm``
-    raise :class:`RuleBroken`."""
-    def refuse(name: str) -> Callable:
+    """Every function and layer ``forward`` of ``_READY_MADE`` (PyTorch's and the course's layer
+    norms, and the group, instance, batch and RMS norms that can do their work) raises
+    :class:`RuleBroken` naming what was called."""
+    def refuse(name: str, kind: str) -> Callable:
         def refused(*args, **kwargs):
-            raise RuleBroken(_LIBRARY_RULE.format(name=name))
+            raise RuleBroken(_LIBRARY_RULE.format(name=name, kind=kind))
         return refused
 
-    saved = (F.layer_norm, torch.layer_norm, torch.native_layer_norm,
-             torch.nn.LayerNorm.forward)
-    F.layer_norm = refuse("F.layer_norm")
-    torch.layer_norm = refuse("torch.layer_norm")
-    torch.native_layer_norm = refuse("torch.native_layer_norm")
-    torch.nn.LayerNorm.forward = refuse("nn.LayerNorm")  # type: ignore[method-assign]
+    # vars(): what the owner itself holds, so that exactly that is put back
+    saved = [vars(owner).get(attr, getattr(owner, attr)) for owner, attr, _, _ in _READY_MADE]
     try:
+        for owner, attr, name, kind in _READY_MADE:
+            setattr(owner, attr, refuse(name, kind))
         yield
     finally:
-        F.layer_norm, torch.layer_norm, torch.native_layer_norm = saved[:3]
-        torch.nn.LayerNorm.forward = saved[3]  # type: ignore[method-assign]
+        for (owner, attr, _, _), original in zip(_READY_MADE, saved, strict=True):
+            setattr(owner, attr, original)
+
+
+def _aliased_ready_made(func: Callable) -> str | None:
+    """The refusal for a global, closure value or default of ``func`` that *is* one of
+    ``_READY_MADE``'s functions or layer classes (``from torch.nn.functional import group_norm``,
+    ``Norm = norms.LayerNorm``), or None."""
+    inner = inspect.unwrap(func)
+    scope = getattr(inner, "__globals__", {})
+    values = [scope.get(name) for name in names_used(func)]
+    for cell in getattr(inner, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # a cell not filled yet
+            values.append(cell.cell_contents)
+    values += list(getattr(inner, "__defaults__", None) or ())
+    known = {id(owner if attr == "forward" else getattr(owner, attr)): (name, kind)
+             for owner, attr, name, kind in _READY_MADE}
+    for value in values:
+        if value is not None and id(value) in known:
+            name, kind = known[id(value)]
+            return _LIBRARY_RULE.format(name=name, kind=kind)
+    return None
 
 
 def _named_ln_mistakes(func: Callable) -> Callable:
-    """``func`` with the library's layer norm refused while it runs; an output that equals a known
-    mistake's output is told which mistake."""
-    scope = getattr(inspect.unwrap(func), "__globals__", {})
-    named = sorted(name for name in names_used(func)
-                   & {"layer_norm", "LayerNorm", "native_layer_norm"}
-                   if not inspect.isfunction(scope.get(name)))  # a library's, not the learner's
+    """``func`` with the ready-made layer norms refused while it runs; an output that equals a
+    known mistake's output is told which mistake."""
+    aliased = _aliased_ready_made(func)
 
     @wraps_answer(func)
     def wrapper(x, gamma, beta, eps=1e-5):
-        if named:
-            shown = {"layer_norm": "F.layer_norm", "LayerNorm": "nn.LayerNorm",
-                     "native_layer_norm": "torch.native_layer_norm"}[named[0]]
-            raise RuleBroken(_LIBRARY_RULE.format(name=shown))
+        if aliased:
+            raise RuleBroken(aliased)
         with _library_layer_norm_refused():
             got = func(x, gamma, beta, eps=eps)
         right = _layer_norm(x, gamma, beta, eps)
@@ -118,7 +160,9 @@ def check_layer_norm(func: Callable) -> CheckResult:
     """``func(x, gamma, beta, eps=1e-5)``: ``γ (x − μ) / √(σ² + ε) + β`` over the last
     dimension, with the biased variance σ² (divide by d_model, not d_model − 1). A rejection
     names a forgotten ε, an ε outside the square root and the d − 1 variance. The rule: no
-    nn.LayerNorm, F.layer_norm or torch.native_layer_norm (refused while ``func`` runs)."""
+    nn.LayerNorm, F.layer_norm, torch.native_layer_norm or the course's norms.LayerNorm, nor the
+    group, instance, batch or RMS norms that can do their work (refused while ``func`` runs, under
+    any name)."""
     ones, zeros = torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
     cases = [
         Case((torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64), ones, zeros),
@@ -174,7 +218,7 @@ def check_llama_d_ff(answer: Any) -> CheckResult:
 
 
 def _pre_ln_block(x, gamma, beta, w1, b1, w2, b2, *, axis=-1, residual="x", post=False,
-                  normalize=True, correction=0, eps=1e-5):
+                  normalize=True, correction=0, eps=1e-5, activation="relu"):
     def norm(t):
         if not normalize:
             return t
@@ -183,7 +227,8 @@ def _pre_ln_block(x, gamma, beta, w1, b1, w2, b2, *, axis=-1, residual="x", post
         return gamma * (t - mu) / torch.sqrt(var + eps) + beta
 
     def ffn(t):
-        return F.relu(t @ w1 + b1) @ w2 + b2
+        hidden = t @ w1 + b1
+        return (F.gelu(hidden) if activation == "gelu" else F.relu(hidden)) @ w2 + b2
 
     if post:
         return norm(x + ffn(x))
@@ -207,7 +252,15 @@ _BLOCK_MISTAKES = {
                           "the squared deviations (section 4's Convention box)",
     (("eps", 1e-12),): "ε is too small (1e-12, or none at all): the exercise's LayerNorm divides "
                        "by √(σ² + ε) with ε = 1e-5",
+    (("eps", 1e-6),): "ε is 1e-6 (the default of RMSNorm, notebook 15); the exercise's "
+                      "LayerNorm divides by √(σ² + ε) with ε = 1e-5",
+    (("activation", "gelu"),): "the feed-forward network applies GELU; the exercise's applies "
+                               "ReLU, max(0, ·) (torch.relu)",
 }
+# both give LN(x) when the feed-forward weights are zero: then the message names both
+_POST_OR_NORMALIZED = ("the output is LN(x), which both post-LN, LN(x + FFN(x)), and a residual "
+                       "that adds the normalized x give when the weights are zero; pre-LN is "
+                       "x + FFN(LN(x)), which gives x back")
 
 
 def _named_block_mistakes(func: Callable) -> Callable:
@@ -217,10 +270,13 @@ def _named_block_mistakes(func: Callable) -> Callable:
         right = _pre_ln_block(*args)
         if isinstance(got, torch.Tensor) and got.shape == right.shape and not torch.allclose(
                 got, right, rtol=1e-9, atol=1e-12):
-            for options, why in _BLOCK_MISTAKES.items():
-                if torch.allclose(got, _pre_ln_block(*args, **dict(options)), rtol=1e-9,
-                                  atol=1e-12):
-                    raise RuleBroken(why)
+            matched = [options for options in _BLOCK_MISTAKES
+                       if torch.allclose(got, _pre_ln_block(*args, **dict(options)), rtol=1e-9,
+                                         atol=1e-12)]
+            if {(("post", True),), (("residual", "normalized"),)} <= set(matched):
+                raise RuleBroken(_POST_OR_NORMALIZED)
+            if matched:
+                raise RuleBroken(_BLOCK_MISTAKES[matched[0]])
         return got
     return wrapper
 

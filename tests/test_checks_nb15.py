@@ -255,20 +255,22 @@ def ntk_float32(head_dim, base, factor):
 
 
 ROWS = [
-    *right(nb15.check_kv_cache_70b, exact=52070, as_float=52070.0),
+    *right(nb15.check_kv_cache_70b, exact=69426, as_float=69426.0),
     *wrong(
         nb15.check_kv_cache_70b,
-        rounded_up=(52071, "52071 is too high: that rounds up: the last token would not fit"),
-        not_whole=(52070.2, "that is not a whole number of tokens"),
-        rounded=(51600, "51600 is too low: count the bytes the weights leave"),
-        round_thousands=(52000, "52000 is too low"),
-        without_weights=(65536, "65536 is too high: that is what 640 GiB holds with no weights"),
-        query_heads=(6508, "6508 is too low: that counts the 64 query heads"),
-        one_conversation=(1666243, "the memory is shared by 32"),
-        keys_only=(104140, "each token stores a key and a value"),
-        gb_as_gib=(51077, "a GiB is 2³⁰ bytes, not 10⁹"),
+        rounded_up=(69427, "69427 is too high: that rounds up (as round() does here): the last "
+                    "token would not fit"),
+        python_round=(round(69426.82), "that rounds up (as round() does here)"),
+        not_whole=(69426.82, "that is not a whole number of tokens"),
+        near=(69400, "69400 is too low: count the bytes the weights leave"),
+        round_thousands=(69000, "69000 is too low"),
+        without_weights=(87381, "87381 is too high: that is what 640 GiB holds with no weights"),
+        query_heads=(8678, "8678 is too low: that counts the 64 query heads"),
+        one_conversation=(1666243, "the memory is shared by 24"),
+        keys_only=(138853, "each token stores a key and a value"),
+        gb_as_gib=(68102, "a GiB is 2³⁰ bytes, not 10⁹"),
         other=(40000, "40000 is too low: count the bytes the weights leave"),
-        string=("52070 tokens", "expected a number, got str"),
+        string=("69426 tokens", "expected a number, got str"),
     ),
     *right(nb15.check_rope_score_terms, worked=rope_score_terms, complex=rope_score_terms_complex),
     *wrong(
@@ -310,7 +312,8 @@ ROWS = [
                 "it calls `expand` on k or v"),
         interleaved_groups=(gqa_interleaved_groups, "query heads 0, 1 read K/V head 0: values "
                             "differ"),
-        unscaled=(gqa_unscaled, "values differ"),
+        unscaled=(gqa_unscaled, "these are the unscaled scores: divide QKᵀ by √d before the "
+                  "softmax"),
         detach_then_repeat=(gqa_detach_then_repeat, "it calls `repeat_interleave` on k or v"),
         copy_then_repeat=(gqa_copy_then_repeat, "it calls `repeat_interleave` on k or v"),
         broadcast_matmul=(gqa_broadcast_matmul, "`@` expands the axis of length 1 and copies k "

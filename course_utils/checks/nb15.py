@@ -28,14 +28,14 @@ from course_utils.checks import (
 )
 from course_utils.checks.nb10 import refusing_library
 
-# -- Exercise 1 (predict): how long 32 sequences may be beside a 70B model --------------------
+# -- Exercise 1 (predict): how long 24 conversations may be beside a 70B model ----------------
 
-_GPU_GIB, _N_GPUS, _PARAMETERS, _USERS = 80, 8, 70.6e9, 32
+_GPU_GIB, _N_GPUS, _PARAMETERS, _USERS = 80, 8, 70.6e9, 24
 
 
 @exercise("predict")
 def check_kv_cache_70b(answer: Any) -> CheckResult:
-    """``answer``: the longest context, in whole tokens, that 32 sequences can each have at once
+    """``answer``: the longest context, in whole tokens, that 24 conversations can each have at once
     on a server of 8 GPUs of 80 GiB, beside the weights of a model of Llama 3.1 70B's shape (80
     layers, 8 K/V heads of 128, 70.6 billion weights), weights and cache in bfloat16."""
     per_token = language_model.kv_cache_bytes(80, 8, 128, 1, bytes_per_value=2)
@@ -50,13 +50,14 @@ def check_kv_cache_70b(answer: Any) -> CheckResult:
         f"so {expected:,} whole tokens each.")
     # a learner rounds down each wrong route too, so each mistake is its whole number of tokens
     mistakes: dict[float, str] = {
-        expected + 1: "that rounds up: the last token would not fit.",
+        # round() gives this too: the quotient's fraction is above one half
+        expected + 1: "that rounds up (as round() does here): the last token would not fit.",
         math.floor(_N_GPUS * _GPU_GIB * 2**30 / (_USERS * per_token)):
             "that is what 640 GiB holds with no weights: subtract the weights first.",
         math.floor(left / (_USERS * 8 * per_token)):
             "that counts the 64 query heads; only the 8 K/V heads have keys and values to cache.",
         math.floor(left / per_token):
-            "that is the context of one conversation; the memory is shared by 32.",
+            f"that is the context of one conversation; the memory is shared by {_USERS}.",
         math.floor(left / (_USERS * per_token / 2)):
             "that caches one of the two (keys or values); each token stores a key and a value.",
         math.floor((_N_GPUS * _GPU_GIB - weights / 1e9) * 2**30 / (_USERS * per_token)):
@@ -112,7 +113,7 @@ def _scores_from_terms(func: Callable) -> Callable:
 @exercise("derive")
 def check_rope_score_terms(func: Callable) -> CheckResult:
     """``func(q, k)`` returns ``(amplitudes, phases)``, one per pair ``i``, such
-    that ``(R_m q)·(R_n k) = Σ_i A_i cos((n - m) ω_i + ψ_i)`` at every offset; the checker
+    that ``(R_m q)·(R_n k) = Σ_i ξ_i cos((n - m) ω_i + ψ_i)`` at every offset; the checker
     compares that sum with RoPE's scores at offsets -40…40, 500 and 4,095."""
     q8, k8 = np.array([0.5, -1.0, 2.0, 0.25, -0.75, 1.5, 1.0, -2.0]), randn(8, seed=3).numpy()
     cases = [
@@ -329,9 +330,26 @@ def _without_copies(func: Callable) -> Callable:
     @functools.wraps(func)
     def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Any:
         out = func(q, k.as_subclass(_SharedHeads), v.as_subclass(_SharedHeads))
-        return _plain(out) if isinstance(out, torch.Tensor) else out
+        if not isinstance(out, torch.Tensor):
+            return out
+        out = _plain(out)
+        _refuse_unscaled(out, q, k, v)
+        return out
 
     return run
+
+
+def _refuse_unscaled(out: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                     v: torch.Tensor) -> None:
+    """Raise :class:`RuleBroken` when ``out`` is attention with the scores not divided by √d."""
+    right = _gqa(q, k, v)
+    if out.shape != right.shape or out.dtype != right.dtype:
+        return
+    unscaled = torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True,
+                                                                scale=1.0)
+    if (torch.allclose(out, unscaled, rtol=1e-9, atol=1e-12)
+            and not torch.allclose(out, right, rtol=1e-9, atol=1e-12)):
+        raise RuleBroken("these are the unscaled scores: divide QKᵀ by √d before the softmax")
 
 
 def _gqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

@@ -31,9 +31,9 @@ Semantics shared by every function here (and by :mod:`course_utils.triton_attent
 Return convention (as every attention function of the course): a forward function returns
 ``(out, softmax statistics)`` — here the log-sum-exp per row, for dense attention the weights;
 the differentiable :func:`tiled_attention` returns ``out``. ``tiled_attention_numpy`` is written
-for reading; ``tiled_attention_forward`` is the PyTorch version for speed (base 2, a fixed
-reference from Cauchy–Schwarz in place of the running max, subtracted inside the matrix product,
-the query blocks spread over the CPU's cores like a GPU grid: see its docstring);
+for reading; ``tiled_attention_forward`` is the PyTorch version for speed (base 2, the max
+subtracted inside the matrix product, lazy rescaling, the query blocks spread over the CPU's
+cores like a GPU grid: see its docstring);
 ``tiled_attention`` adds a backward pass that recomputes the probabilities tile by tile from the
 saved output and log-sum-exp. The online softmax itself, and the merging of partial results, are
 in :mod:`course_utils.online_softmax`.
@@ -58,7 +58,7 @@ from course_utils.validation import (
 _HALF = (torch.float16, torch.bfloat16)
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _LN_2 = math.log(2.0)
-_LOOSE_BELOW = 2.0**-60  # ℓ below it: the reference was loose by over 60 bits, see the forward
+_RESCALE_ABOVE = 8.0  # lazy rescaling: move m only when a row's max rose more than 8 bits above it
 # Default tiles (block_q × block_k), chosen with `python benchmarks/attention.py --tiles` and
 # side-by-side runs on 2-core AVX2 and AVX-512 CPUs (1 MiB of L2 cache per core) at N = 16,384,
 # d = 64. The forward pass holds one tile of scores per worker: 1024 × 256 float32 scores fill
@@ -291,29 +291,28 @@ def tiled_attention_forward(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Tiled attention forward in PyTorch: ``(out (..., Lq, d_v), lse (..., Lq))``.
 
-    The same result as :func:`tiled_attention_numpy`, with one reused score tile per worker and
-    the output accumulated in place, so that the extra memory is
+    The same algorithm as :func:`tiled_attention_numpy`, with in-place tile updates into one
+    reused score buffer per worker and the output accumulated in place, so that the extra memory is
     ``O(threads·block_q·block_k + Lq·d_v)`` instead of ``O(Lq·Lk)``. Runs without recording an
     autograd graph (use :func:`tiled_attention` for gradients). ``lse`` is float32 for
     half-precision inputs, else the input dtype.
 
-    Each tile costs two matrix products plus passes over its ``block_q × block_k`` scores, so
-    three changes that save passes make it fast on a CPU (the result is unchanged):
+    Each tile costs two matrix products plus a few passes over its ``block_q × block_k`` scores,
+    so three tricks that save passes make it fast on a CPU (the result is unchanged):
 
     * **base 2**: ``log2 e`` is folded into the scale, so scores ``s`` are in base-2 units and the
       tile uses ``exp2``, cheaper than ``exp`` (``e^x = 2^(x·log2 e)``); at the end
-      ``lse = (r + log2 ℓ)·ln 2``. The Triton kernel does the same.
-    * **a fixed reference instead of a running max**: any per-row value ``r`` gives the same
-      result, because ``acc`` and ``ℓ`` both carry the factor ``2^(−r)``, which cancels in
-      ``out = acc / ℓ`` and is added back in ``lse``. Cauchy–Schwarz gives one that no score
-      exceeds before a single score is computed: ``s_ij ≤ r_i = |c|·‖q_i‖·max_j ‖k_j‖`` (``c``
-      the base-2 scale), so every ``p = 2^(s − r) ≤ 1`` cannot overflow, and the tile needs no
-      row max and no rescaling (FlashDecoding++, Hong et al. 2023, fixes one value in advance and
-      recomputes when it fails). A bound can be loose: when a row's ``ℓ`` ends below 2^−60 (its
-      scores lie over 60 bits under ``r``, or its keys are all masked), the query block runs
-      again with each such row's exact max as ``r``, the safe softmax.
-    * **the reference is subtracted inside the matrix product**: the queries get one more column
-      ``−r`` and the keys a column of ones, so ``[c·q, −r] [k, 1]ᵀ = c·q kᵀ − r`` in one call.
+      ``lse = (m + log2 ℓ)·ln 2``. The Triton kernel does the same.
+    * **the max is subtracted inside the matrix product**: ``baddbmm(m, q, kᵀ, beta=−1,
+      alpha=scale·log2 e)`` computes ``q kᵀ·scale·log2 e − m`` in one call.
+    * **lazy rescaling** (as in FlashAttention-4): ``m`` does not have to be the exact running
+      max. Any reference value gives the same result, because ``acc`` and ``ℓ`` both carry the
+      factor ``2^(−m)``, which cancels in ``out = acc / ℓ`` and is added back in
+      ``lse = m + log2 ℓ``. So ``m`` is raised (and ``ℓ``, ``acc`` rescaled by
+      ``2^(m_old − m_new)``) only when some row's max rose more than 8 above it; in between every
+      ``p = 2^(s − m) ≤ 2^8``, far from overflowing, and most tiles skip the rescale. A row that
+      has seen no key yet (its keys lie further on, as in a sliding window) has no reference
+      value: it takes its first max exactly, whether above or below the placeholder 0.
 
     The query blocks are a grid of independent programs, run by one worker thread per core
     (:func:`course_utils.cpu_grid.run_grid`): the parallelism of a GPU grid, with no
@@ -324,74 +323,66 @@ def tiled_attention_forward(
 
 
 def _forward(q, k, v, tiles: TileMap, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-    work, lq, d, d_v, device = _work_dtype(q), tiles.lq, q.shape[-1], v.shape[-1], q.device
-    q3, k3, v3 = _flat(q, work), _flat(k, work), _flat(v, work)
-    c = scale / _LN_2  # base-2 units
-    k_norm = k3.norm(dim=-1).amax(dim=-1)[:, None, None]  # (B, 1, 1): the longest key
-    reference = q3.norm(dim=-1, keepdim=True).mul_(k_norm).mul_(abs(c))  # r, (B, Lq, 1)
-    out = torch.empty(q3.shape[0], lq, d_v, dtype=work, device=device)  # also the accumulator
+    work, lq, d_v, device = _work_dtype(q), tiles.lq, v.shape[-1], q.device
+    q3, v3 = _flat(q, work), _flat(v, work)
+    k_t = _flat(k, work).transpose(1, 2)  # (B, d, Lk), a view
+    out = torch.empty(q3.shape[0], lq, d_v, dtype=work, device=device)
     lse = torch.empty(q3.shape[0], lq, dtype=work, device=device)
     slices = batch_slices(q3.shape[0])
-    n_batch = max(b.stop - b.start for b in slices)
-    bq, bk = min(tiles.block_q, lq), min(tiles.block_k, tiles.lk)
-    no_key = max(lq - tiles.lk, 0) if tiles.causal else 0  # rows before it see no key at all
-    buffers: dict[int, tuple[torch.Tensor, ...]] = {}  # per worker, reused by all its tiles
+    size = (max(b.stop - b.start for b in slices) * min(tiles.block_q, lq)
+            * min(tiles.block_k, tiles.lk))
+    buffers: dict[int, torch.Tensor] = {}  # one score tile per worker, reused by all its tiles
 
     def program(cell: tuple[slice, int], worker: int) -> None:
         batch, i = cell
         rows = tiles.rows(i)
-        if worker not in buffers:  # a score tile, [c·q, −r] and [k, 1]
-            buffers[worker] = (torch.empty(n_batch * bq * bk, dtype=work, device=device),
-                               torch.empty(n_batch, bq, d + 1, dtype=work, device=device),
-                               torch.ones(n_batch, bk, d + 1, dtype=work, device=device))
-        tile, q_ext, k_ext = buffers[worker]
-        nb, nr = batch.stop - batch.start, rows.stop - rows.start
-        q_ext = q_ext[:nb, :nr]
-        torch.mul(q3[batch, rows], c, out=q_ext[..., :d])
-        torch.neg(reference[batch, rows], out=q_ext[..., d:])
-
-        def scores(j: int) -> tuple[torch.Tensor, slice]:  # c·q kᵀ − r of tile (i, j), masked
+        shape = (batch.stop - batch.start, rows.stop - rows.start)
+        if worker not in buffers:
+            buffers[worker] = torch.empty(size, dtype=work, device=device)
+        m = torch.zeros(*shape, 1, dtype=work, device=device)  # reference value, see above
+        ell = torch.zeros_like(m)
+        acc = out[batch, rows].zero_()  # the output's rows hold the accumulator
+        fresh = True  # some row has seen no key yet
+        for j in tiles.key_blocks(i):
             keys = tiles.keys(j)
-            k_blk = k_ext[:nb, : keys.stop - keys.start]
-            k_blk[..., :d] = k3[batch, keys]
-            s = tile[: nb * nr * k_blk.shape[1]].view(nb, nr, -1)
-            torch.bmm(q_ext, k_blk.transpose(1, 2), out=s)
+            s = buffers[worker][: math.prod(shape) * (keys.stop - keys.start)].view(*shape, -1)
+            torch.baddbmm(m, q3[batch, rows], k_t[batch, :, keys], beta=-1,
+                          alpha=scale / _LN_2, out=s)  # q kᵀ·scale·log2 e − m
             if tiles.masked[i, j]:
                 s.masked_fill_(tiles.hidden(i, j, device), -math.inf)
-            return s, keys
-
-        acc, ell = out[batch, rows], torch.empty(nb, nr, 1, dtype=work, device=device)
-
-        def accumulate() -> None:  # ℓ = Σ_j 2^(s_j − r), acc = Σ_j 2^(s_j − r) v_j
-            acc.zero_()
-            ell.zero_()
-            for j in tiles.key_blocks(i):
-                p, keys = scores(j)
-                p.exp2_()  # at most 1, in the tile's memory
-                ell.add_(p.sum(dim=-1, keepdim=True))
-                acc.baddbmm_(p, v3[batch, keys])
-
-        accumulate()
-        loose = ell < _LOOSE_BELOW
-        loose[:, : max(no_key - rows.start, 0)] = False
-        if loose.any():  # again with the exact max of those rows as r: the safe softmax
-            row_max = torch.full_like(ell, -math.inf)
-            for j in tiles.key_blocks(i):
-                torch.maximum(row_max, scores(j)[0].amax(dim=-1, keepdim=True), out=row_max)
-            shift = row_max.masked_fill_(~loose | (row_max == -math.inf), 0.0)
-            q_ext[..., d:] -= shift
-            reference[batch, rows] += shift
-            accumulate()
+            growth = s.amax(dim=-1, keepdim=True)  # how far each row's max lies above m
+            if fresh:  # rows that saw nothing take their max exactly (−inf: still nothing)
+                unseen = ell == 0
+                step = torch.where(unseen, growth, growth.clamp(min=0.0))
+                _rescale(s, m, ell, acc, step.masked_fill_(growth == -math.inf, 0.0), unseen)
+            elif growth.max() > _RESCALE_ABOVE:  # lazy rescaling, see the docstring
+                _rescale(s, m, ell, acc, growth.clamp_(min=0.0), None)
+            p = s.exp2_()  # reuse the tile's memory
+            ell.add_(p.sum(dim=-1, keepdim=True))
+            acc.baddbmm_(p, v3[batch, keys])
+            fresh = fresh and not bool((ell > 0).all())
         seen = ell > 0
         ell_safe = torch.where(seen, ell, 1.0)
         acc.div_(ell_safe).masked_fill_(~seen, 0.0)
-        lse_blk = (reference[batch, rows] + ell_safe.log2()) * _LN_2  # base 2 → natural log
+        lse_blk = (m + ell_safe.log2()) * _LN_2  # back from base 2 to the natural log
         lse[batch, rows] = lse_blk.masked_fill_(~seen, -math.inf).squeeze(-1)
 
     cost = tiles.visit.sum(axis=1)  # tiles per query block; the longest run first
     run_grid(program, [(batch, int(i)) for i in np.argsort(-cost, kind="stable")
                        for batch in slices])
     return out.reshape(q.shape[:-1] + (d_v,)).to(q.dtype), lse.reshape(q.shape[:-1])
+
+
+def _rescale(s, m, ell, acc, step, unseen) -> None:
+    """Raise the reference ``m`` by ``step`` per row: ``s −= step``, ``ℓ, acc ×= 2^(−step)``
+    (rows in ``unseen`` hold ``ℓ = acc = 0`` and are left so: their factor could be ``inf``)."""
+    s.sub_(step)
+    m.add_(step)
+    alpha = step.neg().exp2_()
+    if unseen is not None:
+        alpha.masked_fill_(unseen, 1.0)
+    ell.mul_(alpha)
+    acc.mul_(alpha)
 
 
 def tiled_attention_backward(
@@ -460,31 +451,37 @@ def _backward(q, k, v, out, lse_base2, grad_out, tiles: TileMap, scale: float):
     turn = {(batch.start, i): 0 for batch in slices for i in range(n_query_blocks)}  # added so far
     rank = np.cumsum(tiles.visit, axis=1) - 1  # the turn of key block j in query block i
     ready = threading.Condition()
-    size = (max(b.stop - b.start for b in slices) * min(tiles.block_q, lq)
-            * min(tiles.block_k, tiles.lk))
-    buffers: dict[int, torch.Tensor] = {}  # per worker: the tiles of P and dP
+    n_batch, n_keys = max(b.stop - b.start for b in slices), min(tiles.block_k, tiles.lk)
+    half = -(-min(tiles.block_q, lq) // 2)  # dP is computed half a tile at a time
+    buffers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # per worker: P and half of dP
     failed: list[BaseException] = []  # a worker's error: the others stop waiting for its turn
 
     def key_block(cell: tuple[slice, int], worker: int) -> None:
         batch, j = cell
         keys = tiles.keys(j)
         if worker not in buffers:
-            buffers[worker] = torch.empty(2, size, dtype=work, device=device)
+            buffers[worker] = (torch.empty(n_batch * 2 * half * n_keys, dtype=work, device=device),
+                               torch.empty(n_batch * half * n_keys, dtype=work, device=device))
         k_blk, v_blk = k3[batch, keys], v3[batch, keys]
         dk_blk, dv_blk = dk[batch, keys], dv[batch, keys]
         for i in tiles.query_blocks(j):
             rows = tiles.rows(i)
             shape = (batch.stop - batch.start, rows.stop - rows.start, keys.stop - keys.start)
-            s, dp = (b[: math.prod(shape)].view(shape) for b in buffers[worker])
+            s = buffers[worker][0][: math.prod(shape)].view(shape)
             torch.baddbmm(lse_base2[batch, rows], q3[batch, rows], k_blk.transpose(1, 2), beta=-1,
                           alpha=scale / _LN_2, out=s)  # (S − lse)·log2 e
             if tiles.masked[i, j]:
                 s.masked_fill_(tiles.hidden(i, j, device), -math.inf)
             p = s.exp2_()
             dv_blk.baddbmm_(p.transpose(1, 2), do[batch, rows])
-            torch.baddbmm(delta[batch, rows], do[batch, rows], v_blk.transpose(1, 2), beta=-1,
-                          out=dp)  # dP − D
-            ds = p.mul_(dp)
+            for start in range(rows.start, rows.stop, half):  # dS = P ∘ (dP − D), by halves
+                part = slice(start, min(start + half, rows.stop))
+                n = part.stop - part.start
+                dp = buffers[worker][1][: shape[0] * n * shape[2]].view(shape[0], n, shape[2])
+                torch.baddbmm(delta[batch, part], do[batch, part], v_blk.transpose(1, 2),
+                              beta=-1, out=dp)  # dP − D
+                p[:, start - rows.start: part.stop - rows.start].mul_(dp)
+            ds = p
             dk_blk.baddbmm_(ds.transpose(1, 2), q3[batch, rows], alpha=scale)
 
             def my_turn(i: int = i) -> bool:  # this key block's turn to add to dQ of block i

@@ -60,10 +60,10 @@ _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _LN_2 = math.log(2.0)
 _RESCALE_ABOVE = 8.0  # lazy rescaling: move m only when a row's max rose more than 8 bits above it
 # Default tiles (block_q × block_k), chosen with `python benchmarks/attention.py --tiles` and
-# side-by-side runs on 2-core AVX2 and AVX-512 CPUs (1 MiB of L2 cache per core) at N = 16,384,
-# d = 64. The forward pass holds one tile of scores per worker: 1024 × 256 float32 scores fill
-# one L2 cache, with few calls per tile. The backward pass holds two (P and dP), so it takes
-# smaller ones, and forward + backward needs no more memory than PyTorch's fused kernel.
+# side-by-side runs on 2-core AVX2 and AVX-512 CPUs (512 KiB and 1 MiB of L2 cache per core) at
+# N = 16,384, d = 64. The forward pass holds one tile of scores per worker, with few calls per
+# tile. The backward pass holds one tile of P and half a tile of dP, so that forward + backward
+# needs no more memory than PyTorch's fused kernel at that N.
 BLOCK_Q, BLOCK_K = 1024, 256
 BACKWARD_BLOCK_Q, BACKWARD_BLOCK_K = 256, 256
 
@@ -406,6 +406,8 @@ def tiled_attention_backward(
     ``dS = P ∘ (dP − D)`` with ``D = rowsum(dO ∘ O)``, ``dQ += dS K·scale``, ``dK += dSᵀ Q·scale``:
     five matrix products, one more than a backward that stored ``P``. As in the forward pass,
     ``lse`` (in base 2) and ``D`` are subtracted inside the matrix products (``baddbmm``).
+    ``dP`` is computed for half of the tile's query rows at a time, so that a worker holds one
+    tile of ``P`` (then ``dS``) and half a tile of ``dP``.
 
     The grid's programs are key/value blocks (:func:`course_utils.cpu_grid.run_grid`): each owns
     its rows of ``dK`` and ``dV`` and loops over the query blocks that see it (the

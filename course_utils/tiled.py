@@ -292,8 +292,9 @@ def tiled_attention_forward(
     """Tiled attention forward in PyTorch: ``(out (..., Lq, d_v), lse (..., Lq))``.
 
     The same algorithm as :func:`tiled_attention_numpy`, with in-place tile updates into one
-    reused score buffer per worker and the output accumulated in place, so that the extra memory is
-    ``O(threads·block_q·block_k + Lq·d_v)`` instead of ``O(Lq·Lk)``. Runs without recording an
+    reused score buffer per worker and the output accumulated in place, so that the extra memory
+    is ``O(block_q·block_k)`` per worker and head it takes at once, plus the output, instead of
+    ``O(Lq·Lk)``. Runs without recording an
     autograd graph (use :func:`tiled_attention` for gradients). ``lse`` is float32 for
     half-precision inputs, else the input dtype.
 

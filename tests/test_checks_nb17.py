@@ -27,6 +27,16 @@ def online_softmax_stats_by_merging(chunks):
     return m, ell
 
 
+_merge, _stats = online_softmax.merge_softmax_stats, online_softmax.online_softmax_stats
+
+
+def online_softmax_stats_by_aliased_merging(chunks):  # the course's functions under other names
+    m, ell = -math.inf, 0.0
+    for chunk in chunks:
+        m, ell = _merge(m, ell, *_stats(chunk))
+    return m, ell
+
+
 def online_softmax_stats_per_score(chunks):  # section 2's loop inside each chunk
     m, ell = -math.inf, 0.0
     for chunk in chunks:
@@ -92,7 +102,9 @@ def array_of_each_chunk_used_at_once(chunks):  # np.array(chunk) is fine when us
     m, ell = -math.inf, 0.0
     for chunk in chunks:
         x = np.array(chunk)
-        m, ell = online_softmax.merge_softmax_stats(m, ell, *online_softmax.online_softmax_stats(x))
+        m_new = max(m, float(x.max()))
+        ell = ell * math.exp(m - m_new) + float(np.exp(x - m_new).sum())
+        m = m_new
     return m, ell
 
 
@@ -235,8 +247,7 @@ def tile_backward_exp_then_divide(q, k, v, out, lse, grad_out):
 
 ROWS = [
     *right(nb17.check_online_softmax_stats, worked=online_softmax_stats,
-           by_merging=online_softmax_stats_by_merging, per_score=online_softmax_stats_per_score,
-           in_logs=online_softmax_stats_in_logs,
+           per_score=online_softmax_stats_per_score, in_logs=online_softmax_stats_in_logs,
            array_used_at_once=array_of_each_chunk_used_at_once),
     *wrong(
         nb17.check_online_softmax_stats,
@@ -244,6 +255,10 @@ ROWS = [
                                 "arrived: chunks is read once, one chunk at a time, each in the "
                                 "same reused buffer, so a kept chunk goes stale"),
         concatenated=(concatenated, "it uses a chunk after the next one arrived"),
+        by_merging=(online_softmax_stats_by_merging, "it calls `merge_softmax_stats`, the "
+                    "course's online softmax: write section 2's rescaling of ℓ yourself"),
+        by_aliased_merging=(online_softmax_stats_by_aliased_merging, "it calls "
+                            "`online_softmax.merge_softmax_stats`, the course's online softmax"),
         copied=(copied, "it copies a chunk to keep it: chunks is read once"),
         read_twice=(read_twice, "it reads chunks a second time: chunks is read once"),
         array_copies_kept=(array_copies_kept, "nothing kept between chunks, not even a copy: it "

@@ -5,6 +5,7 @@ backward pass with a bug (debug)."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -32,6 +33,44 @@ _COPYING = {"copy", "astype", "tolist", "tobytes", "view", "__deepcopy__", "__co
 
 # turning chunks into PyTorch tensors: torch's allocator is outside what tracemalloc sees
 _TORCH_COPIES = ("tensor", "from_numpy", "as_tensor", "cat", "stack")
+
+
+# the course's own online softmax: Exercise 1 asks for its rescaling, written by hand
+_COURSE_MERGES = ("online_softmax", "merge_softmax_stats", "merge_attention_partials")
+
+
+def _no_course_merges(func: Callable) -> Callable:
+    """``func`` refused with :class:`RuleBroken` when it names the course's online softmax
+    (``online_softmax.merge_softmax_stats`` and the like) or calls one of its functions while it
+    runs, under any name."""
+    names = ("online_softmax_stats", "merge_softmax_stats", "merge_attention_partials")
+    course = {id(getattr(online_softmax, name)): f"online_softmax.{name}" for name in names}
+    scope = getattr(inspect.unwrap(func), "__globals__", {})
+    used = sorted(names_used(func) & set(_COURSE_MERGES))
+    used += [course[id(scope[name])] for name in sorted(names_used(func))
+             if id(scope.get(name)) in course]  # the same functions under other names
+    rule = ("it calls `{}`, the course's online softmax: write section 2's rescaling of ℓ "
+            "yourself")
+
+    def refuse(name: str) -> Callable:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise RuleBroken(rule.format(name))
+        return refused
+
+    @wraps_answer(func)
+    def checked(*args: Any) -> Any:
+        if used:
+            raise RuleBroken(rule.format(used[0]))
+        saved = [getattr(online_softmax, name) for name in names]
+        try:
+            for name in names:
+                setattr(online_softmax, name, refuse(f"online_softmax.{name}"))
+            return func(*args)
+        finally:
+            for name, original in zip(names, saved, strict=True):
+                setattr(online_softmax, name, original)
+
+    return checked
 
 
 def _no_torch_copies(func: Callable, what: str) -> Callable:
@@ -257,7 +296,7 @@ def check_online_softmax_stats(func: Callable[[Stream], tuple[float, float]]) ->
         stream = Stream(arrays, "chunks", "chunk", "update m and ℓ", watch_memory=True)
         cases.append(Case((stream,), label,
                           expected=online_softmax.online_softmax_stats(np.concatenate(arrays))))
-    return check_function(_no_torch_copies(func, "chunk"), cases=cases,
+    return check_function(_no_torch_copies(_no_course_merges(func), "chunk"), cases=cases,
                           name="online_softmax_stats", names=("m", "ℓ"),
                           no_warnings=True)
 

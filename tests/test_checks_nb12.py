@@ -1,5 +1,6 @@
 """Notebook 12's checkers: right answers pass, plausible mistakes fail with a reason."""
 
+import functools
 import math
 
 import torch
@@ -56,6 +57,23 @@ def layer_norm_by_alias(x, gamma, beta, eps=1e-5):
         norm.weight.copy_(gamma)
         norm.bias.copy_(beta)
         return norm(x)
+
+
+def layer_norm_by_aten(x, gamma, beta, eps=1e-5):  # the operator itself, below any Python name
+    return torch.ops.aten.layer_norm(x, [x.shape[-1]], gamma, beta, eps)
+
+
+_partial_norm = functools.partial(torch.layer_norm)  # made before the checker patches any name
+
+
+def layer_norm_by_partial(x, gamma, beta, eps=1e-5):  # an object no name or value gives away
+    return _partial_norm(x, [x.shape[-1]], gamma, beta, eps)
+
+
+def layer_norm_by_native_group_norm(x, gamma, beta, eps=1e-5):
+    n, d = x.numel() // x.shape[-1], x.shape[-1]
+    out = torch.native_group_norm(x.reshape(-1, 1, d), None, None, n, 1, d, 1, eps)[0]
+    return gamma * out.reshape(x.shape) + beta
 
 
 def layer_norm_by_group_norm(x, gamma, beta, eps=1e-5):
@@ -132,6 +150,10 @@ ROWS = [
                                              "ready-made layer normalization"),
         course_alias=(layer_norm_by_alias, "it calls the course's norms.LayerNorm"),
         group_norm=(layer_norm_by_group_norm, "it calls F.group_norm, a ready-made"),
+        aten=(layer_norm_by_aten, "it calls PyTorch's native_layer_norm kernel"),
+        partial=(layer_norm_by_partial, "it calls PyTorch's native_layer_norm kernel"),
+        native_group_norm=(layer_norm_by_native_group_norm,
+                           "it calls PyTorch's native_group_norm kernel"),
         instance_norm=(layer_norm_by_instance_norm, "it calls F.instance_norm, a ready-made"),
         batch_norm=(layer_norm_by_batch_norm, "it calls F.batch_norm, a ready-made"),
         rms_norm=(layer_norm_by_rms_norm, "it calls F.rms_norm, a ready-made"),

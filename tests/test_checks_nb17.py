@@ -28,6 +28,22 @@ def online_softmax_stats_by_merging(chunks):
 
 
 _merge, _stats = online_softmax.merge_softmax_stats, online_softmax.online_softmax_stats
+_HELPERS = {"merge": _merge}
+
+
+def online_softmax_stats_by_default_merging(chunks, merge=online_softmax.merge_softmax_stats):
+    m, ell = -math.inf, 0.0
+    for chunk in chunks:
+        m, ell = merge(m, ell, float(chunk.max()), float(np.exp(chunk - chunk.max()).sum()))
+    return m, ell
+
+
+def online_softmax_stats_by_merging_from_a_dict(chunks):
+    m, ell = -math.inf, 0.0
+    for chunk in chunks:
+        top = float(chunk.max())
+        m, ell = _HELPERS["merge"](m, ell, top, float(np.exp(chunk - top).sum()))
+    return m, ell
 
 
 def online_softmax_stats_by_aliased_merging(chunks):  # the course's functions under other names
@@ -259,6 +275,10 @@ ROWS = [
                     "course's online softmax: write section 2's rescaling of ℓ yourself"),
         by_aliased_merging=(online_softmax_stats_by_aliased_merging, "it calls "
                             "`online_softmax.merge_softmax_stats`, the course's online softmax"),
+        by_default_merging=(online_softmax_stats_by_default_merging, "it calls "
+                            "`online_softmax.merge_softmax_stats`, the course's online softmax"),
+        by_dict_merging=(online_softmax_stats_by_merging_from_a_dict, "it calls "
+                         "`online_softmax.merge_softmax_stats`, the course's online softmax"),
         copied=(copied, "it copies a chunk to keep it: chunks is read once"),
         read_twice=(read_twice, "it reads chunks a second time: chunks is read once"),
         array_copies_kept=(array_copies_kept, "nothing kept between chunks, not even a copy: it "

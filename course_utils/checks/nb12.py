@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from course_utils import norms
 from course_utils.checks import (
@@ -90,6 +91,25 @@ _READY_MADE: tuple[tuple[Any, str, str, str], ...] = (
 )
 
 
+class _NormKernelsRefused(TorchDispatchMode):
+    """Below every Python name: PyTorch's normalization kernels refused when an operation reaches
+    them (``torch.ops.aten.layer_norm``, ``functools.partial(torch.layer_norm)``, the native group
+    and batch norms)."""
+
+    _KERNELS = frozenset({
+        "native_layer_norm", "native_group_norm", "native_batch_norm",
+        "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+        "_batch_norm_with_update", "_batch_norm_no_update", "_fused_rms_norm",
+    })
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.overloadpacket.__name__
+        if name in self._KERNELS:
+            raise RuleBroken(_LIBRARY_RULE.format(name=f"PyTorch's {name} kernel",
+                                                  kind="normalization"))
+        return func(*args, **(kwargs or {}))
+
+
 @contextlib.contextmanager
 def _library_layer_norm_refused() -> Iterator[None]:
     """Every function and layer ``forward`` of ``_READY_MADE`` (PyTorch's and the course's layer
@@ -105,7 +125,8 @@ def _library_layer_norm_refused() -> Iterator[None]:
     try:
         for owner, attr, name, kind in _READY_MADE:
             setattr(owner, attr, refuse(name, kind))
-        yield
+        with _NormKernelsRefused():
+            yield
     finally:
         for (owner, attr, _, _), original in zip(_READY_MADE, saved, strict=True):
             setattr(owner, attr, original)

@@ -5,6 +5,7 @@ backward pass with a bug (debug)."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import tracemalloc
@@ -45,12 +46,20 @@ def _no_course_merges(func: Callable) -> Callable:
     runs, under any name."""
     names = ("online_softmax_stats", "merge_softmax_stats", "merge_attention_partials")
     course = {id(getattr(online_softmax, name)): f"online_softmax.{name}" for name in names}
-    scope = getattr(inspect.unwrap(func), "__globals__", {})
-    used = sorted(names_used(func) & set(_COURSE_MERGES))
-    used += [course[id(scope[name])] for name in sorted(names_used(func))
-             if id(scope.get(name)) in course]  # the same functions under other names
-    rule = ("it calls `{}`, the course's online softmax: write section 2's rescaling of ℓ "
-            "yourself")
+    inner = inspect.unwrap(func)
+    scope = getattr(inner, "__globals__", {})
+    used = [f"the course's module `{name}`" if name == "online_softmax" else f"`{name}`"
+            for name in sorted(names_used(func) & set(_COURSE_MERGES))]
+    values = [scope.get(name) for name in sorted(names_used(func))]  # under other names, too
+    for cell in getattr(inner, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # a cell not filled yet
+            values.append(cell.cell_contents)
+    values += list(getattr(inner, "__defaults__", None) or ())
+    values += list((getattr(inner, "__kwdefaults__", None) or {}).values())
+    values += [item for value in list(values) if isinstance(value, (dict, list, tuple))
+               for item in (value.values() if isinstance(value, dict) else value)]
+    used += [f"`{course[id(value)]}`" for value in values if id(value) in course]
+    rule = "it calls {}, the course's online softmax: write section 2's rescaling of ℓ yourself"
 
     def refuse(name: str) -> Callable:
         def refused(*args: Any, **kwargs: Any) -> Any:
@@ -64,7 +73,7 @@ def _no_course_merges(func: Callable) -> Callable:
         saved = [getattr(online_softmax, name) for name in names]
         try:
             for name in names:
-                setattr(online_softmax, name, refuse(f"online_softmax.{name}"))
+                setattr(online_softmax, name, refuse(f"`online_softmax.{name}`"))
             return func(*args)
         finally:
             for name, original in zip(names, saved, strict=True):

@@ -255,22 +255,28 @@ def ntk_float32(head_dim, base, factor):
 
 
 ROWS = [
-    *right(nb15.check_kv_cache_70b, exact=69426, as_float=69426.0),
+    *right(nb15.check_kv_cache_70b, exact=37027, as_float=37027.0),
     *wrong(
         nb15.check_kv_cache_70b,
-        rounded_up=(69427, "69427 is too high: that rounds up (as round() does here): the last "
+        rounded_up=(37028, "37028 is too high: that rounds up (as round() does here): the last "
                     "token would not fit"),
-        python_round=(round(69426.82), "that rounds up (as round() does here)"),
-        not_whole=(69426.82, "that is not a whole number of tokens"),
-        near=(69400, "69400 is too low: count the bytes the weights leave"),
-        round_thousands=(69000, "69000 is too low"),
-        without_weights=(87381, "87381 is too high: that is what 640 GiB holds with no weights"),
-        query_heads=(8678, "8678 is too low: that counts the 64 query heads"),
-        one_conversation=(1666243, "the memory is shared by 24"),
-        keys_only=(138853, "each token stores a key and a value"),
-        gb_as_gib=(68102, "a GiB is 2³⁰ bytes, not 10⁹"),
-        other=(40000, "40000 is too low: count the bytes the weights leave"),
-        string=("69426 tokens", "expected a number, got str"),
+        python_round=(round(37027.64), "that rounds up (as round() does here)"),
+        ceil=(math.ceil(37027.64), "that rounds up"),
+        not_whole=(37027.64, "that is not a whole number of tokens"),
+        near=(37020, "37020 is too low: count the bytes the weights leave"),
+        round_thousands=(37000, "37000 is too low"),
+        without_weights=(46603, "46603 is too high: that is what 640 GiB holds with no weights"),
+        query_heads=(4628, "4628 is too low: that counts the 64 query heads"),
+        one_conversation=(1666243, "the memory is shared by 45"),
+        one_byte_per_number=(74055, "74055 is too high: that halves the bytes of a token: each "
+                             "token stores a key and a value, 2 bytes per number in bfloat16"),
+        gb_as_gib=(36321, "a GiB is 2³⁰ bytes, not 10⁹"),
+        weights_one_byte=(41815, "41815 is too high: that counts 1 byte per weight; the weights "
+                          "take 2 bytes each: 141.2·10⁹ bytes"),
+        machine_in_gb=(33827, "33827 is too low: that reads 80 GiB as 80·10⁹ bytes; a GiB is 2³⁰ "
+                       "bytes"),
+        other=(20000, "20000 is too low: count the bytes the weights leave"),
+        string=("37027 tokens", "expected a number, got str"),
     ),
     *right(nb15.check_rope_score_terms, worked=rope_score_terms, complex=rope_score_terms_complex),
     *wrong(

@@ -28,14 +28,14 @@ from course_utils.checks import (
 )
 from course_utils.checks.nb10 import refusing_library
 
-# -- Exercise 1 (predict): how long 24 conversations may be beside a 70B model ----------------
+# -- Exercise 1 (predict): how long 45 conversations may be beside a 70B model ----------------
 
-_GPU_GIB, _N_GPUS, _PARAMETERS, _USERS = 80, 8, 70.6e9, 24
+_GPU_GIB, _N_GPUS, _PARAMETERS, _USERS = 80, 8, 70.6e9, 45
 
 
 @exercise("predict")
 def check_kv_cache_70b(answer: Any) -> CheckResult:
-    """``answer``: the longest context, in whole tokens, that 24 conversations can each have at once
+    """``answer``: the longest context, in whole tokens, that 45 conversations can each have at once
     on a server of 8 GPUs of 80 GiB, beside the weights of a model of Llama 3.1 70B's shape (80
     layers, 8 K/V heads of 128, 70.6 billion weights), weights and cache in bfloat16."""
     per_token = language_model.kv_cache_bytes(80, 8, 128, 1, bytes_per_value=2)
@@ -44,10 +44,11 @@ def check_kv_cache_70b(answer: Any) -> CheckResult:
     expected = math.floor(left / (_USERS * per_token))
     explanation = (
         "Per token: 2 (a key and a value) × 80 layers × 8 K/V heads × 128 numbers × 2 bytes = "
-        f"320 KiB, for each of the {_USERS} conversations. The weights take 2 × 70.6·10⁹ bytes = "
-        f"{weights / 2**30:.1f} GiB of the 640 GiB, leaving {left / 2**30:.1f} GiB: "
-        f"{left / 2**30:.1f} GiB / ({_USERS} × 320 KiB) = {left / (_USERS * per_token):,.1f}, "
-        f"so {expected:,} whole tokens each.")
+        f"{per_token:,} bytes (320 KiB), for each of the {_USERS} conversations. The weights take "
+        f"2 × 70.6·10⁹ = {weights:,.0f} bytes ({weights / 2**30:.1f} GiB) of the 640 × 2³⁰ = "
+        f"{_N_GPUS * _GPU_GIB * 2**30:,} bytes, leaving {left:,.0f} bytes "
+        f"({left / 2**30:.1f} GiB): {left:,.0f} / ({_USERS} × {per_token:,}) = "
+        f"{left / (_USERS * per_token):,.2f}, so {expected:,} whole tokens each.")
     # a learner rounds down each wrong route too, so each mistake is its whole number of tokens
     mistakes: dict[float, str] = {
         # round() gives this too: the quotient's fraction is above one half
@@ -59,10 +60,17 @@ def check_kv_cache_70b(answer: Any) -> CheckResult:
         math.floor(left / per_token):
             f"that is the context of one conversation; the memory is shared by {_USERS}.",
         math.floor(left / (_USERS * per_token / 2)):
-            "that caches one of the two (keys or values); each token stores a key and a value.",
+            "that halves the bytes of a token: each token stores a key and a value, 2 bytes per "
+            "number in bfloat16.",
         math.floor((_N_GPUS * _GPU_GIB - weights / 1e9) * 2**30 / (_USERS * per_token)):
             "that reads the weights' 141.2·10⁹ bytes as 141.2 GiB; a GiB is 2³⁰ bytes, not 10⁹.",
+        math.floor((_N_GPUS * _GPU_GIB * 2**30 - _PARAMETERS) / (_USERS * per_token)):
+            "that counts 1 byte per weight; the weights take 2 bytes each: "
+            f"{weights / 1e9:.1f}·10⁹ bytes.",
+        math.floor((_N_GPUS * _GPU_GIB * 1e9 - weights) / (_USERS * per_token)):
+            f"that reads {_GPU_GIB} GiB as {_GPU_GIB}·10⁹ bytes; a GiB is 2³⁰ bytes.",
     }
+    assert len(mistakes) == 8, "two mistakes give the same number of tokens"
     atol = 0.5  # whole tokens: the answer itself, not a number near it
     if (isinstance(answer, (float, np.floating)) and math.isfinite(answer)
             and not float(answer).is_integer()):
@@ -242,9 +250,8 @@ _COPIES = {"repeat_interleave", "repeat", "expand", "expand_as", "broadcast_to",
 # products that contract k or v with q: their result may be larger than k without copying k
 _CONTRACTIONS = {"einsum", "matmul", "__matmul__", "__rmatmul__", "bmm", "mm", "tensordot"}
 _MATMULS = {"matmul", "__matmul__", "__rmatmul__"}
-_HOW = ("Give the queries a group axis and contract it with torch.einsum, a letter for the "
-        "group (\"bhgic,bhjc->bhgij\"), or fold the group into the query axis, "
-        "q.reshape(B, H_kv, G * N, d) @ k.transpose(-1, -2)")
+_HOW = ("Give the queries a group axis that k does not have, and let the product with k and v "
+        "read each K/V head for the whole group.")
 _VIEWS = {"__getitem__", "__get__", "transpose", "swapaxes", "unsqueeze", "squeeze", "permute",
           "view", "reshape", "flatten", "contiguous", "movedim", "select", "narrow"}
 

@@ -270,12 +270,12 @@ ROWS = [
            measured=measured_backward_flops()),
     *wrong(
         nb08.check_backward_flops,
-        four_np=(22_937_600, "2.29376e+07 is too high: 4NP, every product of every layer"),
+        four_np=(22_937_600, "22,937,600 is too high: 4NP, every product of every layer"),
         data_unfrozen=(19_660_800, "4NP less layer 1's dℒ/dX"),
         layer_2_input=(16_384_000, "layer 2 still computes its dℒ/dX"),
         forward=(11_468_800, "2NP, the forward pass"),
         weights_only=(8_192_000, "only the weight gradients"),
-        old_network=(6_553_600, "6.5536e+06 is too low: go through the layers from the top"),
+        old_network=(6_553_600, "6,553,600 is too low: go through the layers from the top"),
     ),
 ]
 

@@ -70,6 +70,18 @@ def layer_norm_by_partial(x, gamma, beta, eps=1e-5):  # an object no name or val
     return _partial_norm(x, [x.shape[-1]], gamma, beta, eps)
 
 
+_partial_rms = functools.partial(torch.rms_norm)
+
+
+def layer_norm_by_aten_rms_norm(x, gamma, beta, eps=1e-5):  # an RMS norm of a centred x
+    centred = x - x.mean(dim=-1, keepdim=True)
+    return torch.ops.aten.rms_norm(centred, [x.shape[-1]], gamma, eps) + beta
+
+
+def layer_norm_by_partial_rms_norm(x, gamma, beta, eps=1e-5):
+    return _partial_rms(x - x.mean(dim=-1, keepdim=True), [x.shape[-1]], gamma, eps) + beta
+
+
 def layer_norm_by_native_group_norm(x, gamma, beta, eps=1e-5):
     n, d = x.numel() // x.shape[-1], x.shape[-1]
     out = torch.native_group_norm(x.reshape(-1, 1, d), None, None, n, 1, d, 1, eps)[0]
@@ -150,10 +162,12 @@ ROWS = [
                                              "ready-made layer normalization"),
         course_alias=(layer_norm_by_alias, "it calls the course's norms.LayerNorm"),
         group_norm=(layer_norm_by_group_norm, "it calls F.group_norm, a ready-made"),
-        aten=(layer_norm_by_aten, "it calls PyTorch's native_layer_norm kernel"),
-        partial=(layer_norm_by_partial, "it calls PyTorch's native_layer_norm kernel"),
+        aten=(layer_norm_by_aten, "it calls PyTorch's layer_norm"),
+        partial=(layer_norm_by_partial, "it calls PyTorch's layer_norm"),
+        aten_rms_norm=(layer_norm_by_aten_rms_norm, "it calls PyTorch's rms_norm"),
+        partial_rms_norm=(layer_norm_by_partial_rms_norm, "it calls PyTorch's rms_norm"),
         native_group_norm=(layer_norm_by_native_group_norm,
-                           "it calls PyTorch's native_group_norm kernel"),
+                           "it calls PyTorch's native_group_norm"),
         instance_norm=(layer_norm_by_instance_norm, "it calls F.instance_norm, a ready-made"),
         batch_norm=(layer_norm_by_batch_norm, "it calls F.batch_norm, a ready-made"),
         rms_norm=(layer_norm_by_rms_norm, "it calls F.rms_norm, a ready-made"),

@@ -258,24 +258,24 @@ ROWS = [
     *right(nb15.check_kv_cache_70b, exact=37027, as_float=37027.0),
     *wrong(
         nb15.check_kv_cache_70b,
-        rounded_up=(37028, "37028 is too high: that rounds up (as round() does here): the last "
+        rounded_up=(37028, "37,028 is too high: that rounds up (as round() does here): the last "
                     "token would not fit"),
         python_round=(round(37027.64), "that rounds up (as round() does here)"),
         ceil=(math.ceil(37027.64), "that rounds up"),
         not_whole=(37027.64, "that is not a whole number of tokens"),
-        near=(37020, "37020 is too low: count the bytes the weights leave"),
-        round_thousands=(37000, "37000 is too low"),
-        without_weights=(46603, "46603 is too high: that is what 640 GiB holds with no weights"),
+        near=(37020, "37,020 is too low: count the bytes the weights leave"),
+        round_thousands=(37000, "37,000 is too low"),
+        without_weights=(46603, "46,603 is too high: that is what 640 GiB holds with no weights"),
         query_heads=(4628, "4628 is too low: that counts the 64 query heads"),
         one_conversation=(1666243, "the memory is shared by 45"),
-        one_byte_per_number=(74055, "74055 is too high: that halves the bytes of a token: each "
+        one_byte_per_number=(74055, "74,055 is too high: that halves the bytes of a token: each "
                              "token stores a key and a value, 2 bytes per number in bfloat16"),
         gb_as_gib=(36321, "a GiB is 2³⁰ bytes, not 10⁹"),
-        weights_one_byte=(41815, "41815 is too high: that counts 1 byte per weight; the weights "
+        weights_one_byte=(41815, "41,815 is too high: that counts 1 byte per weight; the weights "
                           "take 2 bytes each: 141.2·10⁹ bytes"),
-        machine_in_gb=(33827, "33827 is too low: that reads 80 GiB as 80·10⁹ bytes; a GiB is 2³⁰ "
+        machine_in_gb=(33827, "33,827 is too low: that reads 80 GiB as 80·10⁹ bytes; a GiB is 2³⁰ "
                        "bytes"),
-        other=(20000, "20000 is too low: count the bytes the weights leave"),
+        other=(20000, "20,000 is too low: count the bytes the weights leave"),
         string=("37027 tokens", "expected a number, got str"),
     ),
     *right(nb15.check_rope_score_terms, worked=rope_score_terms, complex=rope_score_terms_complex),
@@ -325,8 +325,7 @@ ROWS = [
         broadcast_matmul=(gqa_broadcast_matmul, "`@` expands the axis of length 1 and copies k "
                           "or v G times inside PyTorch"),
         library_gqa=(gqa_sdpa, "it calls `scaled_dot_product_attention` on k or v"),
-        times_ones=(gqa_times_ones, "broadcasting the K/V heads against a group axis writes "
-                    "them out G times"),
+        times_ones=(gqa_times_ones, "an element-by-element product writes k or v out again"),
         broadcast_tensors=(gqa_broadcast_tensors, "it calls `broadcast_tensors` on k or v"),
         slice_fill=(gqa_slice_fill, "it calls `__setitem__` on k or v"),
         via_numpy=(gqa_via_numpy, "it turns k or v into a NumPy array, a copy of the K/V heads"),

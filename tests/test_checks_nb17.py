@@ -272,7 +272,7 @@ ROWS = [
                                 "same reused buffer, so a kept chunk goes stale"),
         concatenated=(concatenated, "it uses a chunk after the next one arrived"),
         by_merging=(online_softmax_stats_by_merging, "it calls `merge_softmax_stats`, the "
-                    "course's online softmax: write section 2's rescaling of ℓ yourself"),
+                    "course's online softmax: write the chunk-by-chunk update yourself"),
         by_aliased_merging=(online_softmax_stats_by_aliased_merging, "it calls "
                             "`online_softmax.merge_softmax_stats`, the course's online softmax"),
         by_default_merging=(online_softmax_stats_by_default_merging, "it calls "
@@ -311,15 +311,15 @@ ROWS = [
         nb17.check_fa1_break_even,
         block_rows=(49, "49 is too low: that is B_c, in rows of keys; the question asks for M, in "
                     "numbers"),
-        no_4nd=(12_800, "12800 is too high: that drops standard attention's 4Nd"),
-        one_row_fewer=(12_288, "12288 is too low: with B_c = 48 rows FlashAttention-1 needs "
+        no_4nd=(12_800, "12,800 is too high: that drops standard attention's 4Nd"),
+        one_row_fewer=(12_288, "12,288 is too low: with B_c = 48 rows FlashAttention-1 needs "
                        "⌈N/48⌉ = 683 outer steps and still moves more"),
         fa2_order=(8_192, "8192 is too low: that is where section 6's FlashAttention-2 order"),
-        s_and_p_once=(25_344, "25344 is too high: that counts S and P once each"),
+        s_and_p_once=(25_344, "25,344 is too high: that counts S and P once each"),
         no_q_per_step=(8_448, "8448 is too low: that leaves out Q, read at every outer step"),
-        in_bytes=(25_088, "25088 is too high: that is in bytes"),
-        not_whole_rows=(12_289, "12289 is too low: M is a whole number of rows of 4d = 256"),
-        a100_sram=(98_304, "98304 is too high: write both counts, find the most outer steps T_c"),
+        in_bytes=(25_088, "25,088 is too high: that is in bytes"),
+        not_whole_rows=(12_289, "12,289 is too low: M is a whole number of rows of 4d = 256"),
+        a100_sram=(98_304, "98,304 is too high: write both counts, find the most outer steps T_c"),
         string=("12,544", "expected a number, got str"),
     ),
     *right(nb17.check_causal_block_forward, worked=causal_block_forward,

@@ -290,6 +290,15 @@ def check_function(
     return result
 
 
+def _shown(value: float) -> str:
+    """A number as a learner wrote it: whole numbers from 10,000 on with thousands separators
+    (``1,666,243``, not ``1.66624e+06``), others to six significant digits."""
+    value = float(value)
+    if value.is_integer() and 1e4 <= abs(value) < 1e16:
+        return f"{int(value):,}"
+    return f"{value:.6g}"
+
+
 def check_number(
     answer: Any,
     expected: float,
@@ -328,10 +337,11 @@ def check_number(
                    if abs(value - wrong) <= atol + rtol * abs(wrong)),
                   key=lambda pair: pair[0], default=(None, None))[1]
         side = "too high" if value > expected else "too low"
-        message = f"{value:.6g} is {side}: " + (why if why is not None else hint)
+        message = f"{_shown(value)} is {side}: " + (why if why is not None else hint)
     else:
         tolerance = f"within {rtol * 100:g}%" if rtol else f"within {atol:g}"
-        message = f"expected about {expected:.6g} ({tolerance}), got {float(answer):.6g}"
+        message = (f"expected about {_shown(expected)} ({tolerance}), got "
+                   f"{_shown(float(answer))}")
     passed = not message
     result = CheckResult(name, Status.PASSED if passed else Status.FAILED,
                          [CaseResult(label, passed, message or "ok")])

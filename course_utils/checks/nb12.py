@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.overrides import TorchFunctionMode
 
 from course_utils import norms
 from course_utils.checks import (
@@ -91,21 +91,19 @@ _READY_MADE: tuple[tuple[Any, str, str, str], ...] = (
 )
 
 
-class _NormKernelsRefused(TorchDispatchMode):
-    """Below every Python name: PyTorch's normalization kernels refused when an operation reaches
-    them (``torch.ops.aten.layer_norm``, ``functools.partial(torch.layer_norm)``, the native group
-    and batch norms)."""
+class _NormFunctionsRefused(TorchFunctionMode):
+    """Below every Python name: a normalization function refused however it is reached
+    (``torch.ops.aten.layer_norm``, a ``functools.partial`` made beforehand, the native group
+    norm), also where it would break down into ordinary operations (an RMS norm on a CPU)."""
 
-    _KERNELS = frozenset({
-        "native_layer_norm", "native_group_norm", "native_batch_norm",
-        "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
-        "_batch_norm_with_update", "_batch_norm_no_update", "_fused_rms_norm",
-    })
+    _NAMES = frozenset({"layer_norm", "native_layer_norm", "rms_norm", "group_norm",
+                        "native_group_norm", "batch_norm", "native_batch_norm", "instance_norm"})
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func.overloadpacket.__name__
-        if name in self._KERNELS:
-            raise RuleBroken(_LIBRARY_RULE.format(name=f"PyTorch's {name} kernel",
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        packet = getattr(func, "overloadpacket", None)
+        name = str(getattr(packet if packet is not None else func, "__name__", ""))
+        if name.split(".")[-1] in self._NAMES:
+            raise RuleBroken(_LIBRARY_RULE.format(name=f"PyTorch's {name.split('.')[-1]}",
                                                   kind="normalization"))
         return func(*args, **(kwargs or {}))
 
@@ -125,7 +123,7 @@ def _library_layer_norm_refused() -> Iterator[None]:
     try:
         for owner, attr, name, kind in _READY_MADE:
             setattr(owner, attr, refuse(name, kind))
-        with _NormKernelsRefused():
+        with _NormFunctionsRefused():
             yield
     finally:
         for (owner, attr, _, _), original in zip(_READY_MADE, saved, strict=True):

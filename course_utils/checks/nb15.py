@@ -287,8 +287,8 @@ class _SharedHeads(torch.Tensor):
                 and result.numel() > max((t.numel() for t in shared), default=result.numel())):
             raise RuleBroken(
                 f"`{name}` spreads k or v over {tuple(result.shape)}, more numbers than k or v "
-                "hold: broadcasting the K/V heads against a group axis writes them out G times. "
-                f"{_HOW}")
+                "hold: an element-by-element product writes k or v out again (over the group or "
+                f"the query axis). Multiply with `@` or `einsum`, which read k as it is. {_HOW}")
         if name in _VIEWS or not isinstance(result, torch.Tensor):
             return result  # a view of k or v stays watched
         if all(isinstance(t, _SharedHeads) for t in _tensors(args, kwargs)):

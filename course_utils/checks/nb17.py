@@ -59,7 +59,7 @@ def _no_course_merges(func: Callable) -> Callable:
     values += [item for value in list(values) if isinstance(value, (dict, list, tuple))
                for item in (value.values() if isinstance(value, dict) else value)]
     used += [f"`{course[id(value)]}`" for value in values if id(value) in course]
-    rule = "it calls {}, the course's online softmax: write section 2's rescaling of ℓ yourself"
+    rule = "it calls {}, the course's online softmax: write the chunk-by-chunk update yourself"
 
     def refuse(name: str) -> Callable:
         def refused(*args: Any, **kwargs: Any) -> Any:

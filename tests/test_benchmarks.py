@@ -58,4 +58,4 @@ def test_tile_table_reports_ratios_to_the_default_tiles():
     times = {line.split("|")[0].strip(): numbers(line.split("|", 1)[1]) for line in rows}
     for values in times.values():  # scores MiB, forward s, ratio, backward s, ratio
         assert len(values) == 5 and all(x > 0 for x in values)
-    assert times["1024 × 256"][2] == 1.0 and times["256 × 128"][4] == 1.0
+    assert times["1024 × 256"][2] == 1.0 and times["256 × 256"][4] == 1.0

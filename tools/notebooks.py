@@ -294,8 +294,8 @@ ROWS = [
     *right(nbNN.check_sum_to_1000, worked=500500),
     *wrong(
         nbNN.check_sum_to_1000,
-        n_squared_over_2=(1000**2 // 2, "expected about 500500"),
-        one_too_many=(1001 * 1002 // 2, "got 501501"),
+        n_squared_over_2=(1000**2 // 2, "expected about 500,500"),
+        one_too_many=(1001 * 1002 // 2, "got 501,501"),
     ),
     *right(nbNN.check_sum_of_squares, worked=lambda n: n * (n + 1) * (2 * n + 1) // 6),
     *wrong(

@@ -33,10 +33,9 @@ Return convention (as every attention function of the course): a forward functio
 the differentiable :func:`tiled_attention` returns ``out``. ``tiled_attention_numpy`` is written
 for reading; ``tiled_attention_forward`` is the PyTorch version for speed (base 2, the max
 subtracted inside the matrix product, lazy rescaling, the query blocks spread over the CPU's
-cores like a GPU grid: see its docstring);
-``tiled_attention`` adds a backward pass that recomputes the probabilities tile by tile from the
-saved output and log-sum-exp. The online softmax itself, and the merging of partial results, are
-in :mod:`course_utils.online_softmax`.
+cores like a GPU grid: see its docstring); ``tiled_attention`` adds a backward pass that
+recomputes the probabilities tile by tile from the saved output and log-sum-exp. The online
+softmax itself, and the merging of partial results, are in :mod:`course_utils.online_softmax`.
 """
 
 from __future__ import annotations
@@ -294,9 +293,8 @@ def tiled_attention_forward(
     The same algorithm as :func:`tiled_attention_numpy`, with in-place tile updates into one
     reused score buffer per worker and the output accumulated in place, so that the extra memory
     is ``O(block_q·block_k)`` per worker and head it takes at once, plus the output, instead of
-    ``O(Lq·Lk)``. Runs without recording an
-    autograd graph (use :func:`tiled_attention` for gradients). ``lse`` is float32 for
-    half-precision inputs, else the input dtype.
+    ``O(Lq·Lk)``. Runs without recording an autograd graph (use :func:`tiled_attention` for
+    gradients). ``lse`` is float32 for half-precision inputs, else the input dtype.
 
     Each tile costs two matrix products plus a few passes over its ``block_q × block_k`` scores,
     so three tricks that save passes make it fast on a CPU (the result is unchanged):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from course_utils import checks
 from course_utils.checks import (
     Case,
     CheckResult,
@@ -15,8 +16,8 @@ from course_utils.checks import (
     check_function,
     check_number,
     compare,
-    wraps_answer,
 )
+from course_utils.checks.rules import Rule
 
 
 def square(x):
@@ -44,25 +45,47 @@ def test_a_stub_is_not_attempted_and_says_so(capsys):
     assert capsys.readouterr().out == ""
 
 
+SUM = {"name": "sum", "label": "1 + ... + 100", "explanation": "50 pairs of 101",
+       "hint": "add the numbers in pairs.", "rtol": 0.005}
+
+
+@pytest.fixture(autouse=True)
+def fresh_misses():
+    """Each test starts as a learner who has not yet missed a predict exercise."""
+    checks._misses.clear()
+
+
 def test_a_predict_stub_is_not_attempted_and_asks_for_a_number(capsys):
-    result = check_number(..., 5050, name="sum", label="1 + ... + 100", explanation="50 pairs")
+    result = check_number(..., 5050, **SUM)
     assert result.status is Status.NOT_ATTEMPTED and result.cases == []
     assert repr(result) == "sum: not attempted yet (replace `...` with your number)"
     assert capsys.readouterr().out == ""
+    check_number(..., 5050, **SUM, show_answer=True)
+    assert capsys.readouterr().out == "  the answer: about 5050. 50 pairs of 101\n"
 
 
 @pytest.mark.parametrize("answer, verdict", [
     (5050, "  ✓ 1 + ... + 100. 50 pairs of 101"),
-    (5000, "  ✗ 1 + ... + 100: expected about 5050 (within 0.5%), got 5000. 50 pairs of 101"),
-    ("5050", "  ✗ 1 + ... + 100: expected a number, got str '5050'. 50 pairs of 101"),
-    (float("nan"), "  ✗ 1 + ... + 100: expected a finite number, got nan. 50 pairs of 101"),
-    (True, "  ✗ 1 + ... + 100: expected a number, got bool True. 50 pairs of 101"),
+    (5000, "  ✗ 1 + ... + 100: 5000 is too low: add the numbers in pairs."),
+    ("5050", "  ✗ 1 + ... + 100: expected a number, got str '5050'"),
+    (float("nan"), "  ✗ 1 + ... + 100: expected a finite number, got nan"),
+    (True, "  ✗ 1 + ... + 100: expected a number, got bool True"),
 ])
-def test_check_number_explains_the_right_value_either_way(answer, verdict, capsys):
-    result = check_number(answer, 5050, name="sum", label="1 + ... + 100", rtol=0.005,
-                          explanation="50 pairs of 101")
+def test_check_number_explains_a_pass_and_holds_the_answer_back_on_a_first_miss(
+        answer, verdict, capsys):
+    result = check_number(answer, 5050, **SUM)
     assert result.passed is verdict.startswith("  ✓")
     assert capsys.readouterr().out == verdict + "\n"
+
+
+def test_a_further_miss_or_show_answer_reveals_the_answer(capsys):
+    check_number(5000, 5050, **SUM)
+    assert "the answer" not in capsys.readouterr().out
+    check_number(5100, 5050, **SUM)
+    assert capsys.readouterr().out.endswith("  the answer: about 5050. 50 pairs of 101\n")
+    checks._misses.clear()
+    check_number(5000, 5050, **SUM, show_answer=True)
+    assert "the answer: about 5050" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("answer, named", [
@@ -72,11 +95,45 @@ def test_check_number_explains_the_right_value_either_way(answer, verdict, capsy
 ])
 def test_check_number_names_the_nearest_listed_mistake(answer, named, capsys):
     mistakes = {4950: "that stops at 99.", 4949: "that starts at 2 and stops at 99."}
-    result = check_number(answer, 5050, name="sum", label="1 + ... + 100", rtol=0.005,
-                          explanation="50 pairs of 101", mistakes=mistakes,
-                          hint="add the numbers in pairs.")
+    result = check_number(answer, 5050, **SUM, mistakes=mistakes)
     assert not result.passed
     assert capsys.readouterr().out == f"  ✗ 1 + ... + 100: {named}\n"
+
+
+def test_a_wrong_value_that_a_listed_mistake_gives_is_named(capsys):
+    def cube(x):
+        return np.asarray(x, dtype=np.float64) ** 3
+
+    mistakes = {"it cubes instead of squaring": cube, "it doubles": lambda x: 2 * x}
+    result = check_function(cube, cases=CASES, reference=square, mistakes=mistakes)
+    assert [c.message.split(";")[0] for c in result.cases] == ["it cubes instead of squaring"] * 2
+    doubled = check_function(lambda x: 2 * x, cases=CASES, reference=square, mistakes=mistakes,
+                             verbose=False)
+    assert [c.message.split(";")[0] for c in doubled.cases] == ["it doubles"] * 2
+
+
+def test_a_constrain_rule_is_a_failed_line_of_its_own_and_shortcuts_only_a_note(capsys):
+    rule = Rule("no np.square", names={"square"})
+
+    def by_library(x):
+        return np.square(np.asarray(x, dtype=np.float64))
+
+    def by_hand(x):
+        x = np.asarray(x, dtype=np.float64)
+        return x * x
+
+    refused = check_function(by_library, cases=CASES, reference=square, rule=rule)
+    assert refused.status is Status.FAILED and refused.n_passed == 2
+    assert capsys.readouterr().out.startswith(
+        "  ✗ the rule: it calls square: the rule is no np.square\n  ✓ small")
+    assert check_function(by_hand, cases=CASES, reference=square, rule=rule).passed
+    capsys.readouterr()
+    noted = check_function(by_library, cases=CASES, reference=square, shortcuts=("square",))
+    assert noted.passed and noted.note.startswith("passes; it calls square")
+    assert capsys.readouterr().out.endswith("  note: passes; it calls square, and the exercise "
+                                            "is to write that step yourself\n")
+    with pytest.raises(TypeError, match="rule must be a rules.Rule"):
+        check_function(by_hand, cases=CASES, reference=square, rule="no np.square")
 
 
 def test_a_failure_is_printed_with_its_reason(capsys):
@@ -235,22 +292,6 @@ def test_warnings_are_reported_not_leaked_and_fail_only_with_no_warnings(recwarn
     refused = check_function(noisy_sqrt, cases=cases, no_warnings=True, verbose=False)
     assert refused.cases[0].message == "right value, but it warned: careful (it must not warn)"
     assert len(recwarn) == 0
-
-
-def test_wrapped_answers_keep_the_learner_s_names():
-    def learner(matrix):
-        matrix[0] = 0.0
-        return matrix
-
-    @wraps_answer(learner)
-    def wrapper(a):
-        return learner(a)
-
-    result = check_function(wrapper, cases=[Case((np.ones(2),))], reference=np.ones_like,
-                            verbose=False)
-    assert wrapper.__name__ == "learner" and "`matrix`" in result.cases[0].message
-    with pytest.raises(TypeError, match="func must be a function, got int"):
-        wraps_answer(3)
 
 
 def test_bad_checker_arguments():

@@ -2,22 +2,24 @@
 
 A notebook exercise gives a stub that raises ``NotImplementedError`` and a checker from
 ``course_utils.checks.nbNN`` (one module per notebook). Each checker is a call to
-:func:`check_function` with the cases chosen for that exercise, edge cases included::
+:func:`check_function` with the cases chosen for that exercise, edge cases included, and the
+plausible mistakes it can name::
 
-    check_function(my_softmax, reference=softmax, cases=[Case(([2.0, 1.0, 0.1],), "basic")])
+    check_function(my_softmax, reference=softmax, cases=[Case(([2.0, 1.0, 0.1],), "basic")],
+                   mistakes={"it forgot to subtract the maximum": unshifted_softmax})
 
-It prints one verdict per case (expected against got, shape, dtype, the exception raised, or the
-argument the function changed in place) and returns a :class:`CheckResult` that tests can assert
-on. A stub still raising ``NotImplementedError`` is reported as "not attempted yet", not as a
-failure.
+It prints one verdict per case (expected against got, shape, dtype, the exception raised, the
+argument the function changed in place, and the mistake whose numbers it reproduces) and returns
+a :class:`CheckResult` that tests can assert on. A stub still raising ``NotImplementedError`` is
+reported as "not attempted yet", not as a failure. A *constrain* exercise's rule is a
+:class:`~course_utils.checks.rules.Rule`, enforced by reading the code (``rules.py``); nothing is
+patched while the learner's code runs.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import inspect
-import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from course_utils.checks.compare import _brief, _describe, _is_tensor, compare
+from course_utils.checks.rules import Rule, RuleBroken, broken, shortcut
 
 if TYPE_CHECKING:
     import torch
@@ -42,7 +45,7 @@ class Status(Enum):
     NOT_ATTEMPTED = "not attempted"
 
 
-#: The kinds of exercise (issue 18): re-doing what a cell showed; writing down a number before
+#: The kinds of exercise: re-doing what a cell showed; writing down a number before
 #: running anything; deriving a formula the notebook used; finding and fixing a bug with a named
 #: symptom; the same result under a stated rule; a variant the notebook did not show.
 EXERCISE_KINDS = ("practice", "predict", "derive", "debug", "constrain", "extend")
@@ -61,11 +64,6 @@ def exercise(kind: str) -> Callable[[Callable], Callable]:
         return checker
 
     return mark
-
-
-class RuleBroken(Exception):
-    """Raised by a checker around the learner's code when it breaks a rule the exercise states
-    (no ``@``, no loop, read once); the message is the verdict."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +107,7 @@ class CheckResult:
     status: Status
     cases: list[CaseResult]
     todo: str = "replace `raise NotImplementedError` with code"  # what a stub asks of the learner
+    note: str | None = None  # a passing answer's note: a shortcut the exercise meant to avoid
 
     @property
     def passed(self) -> bool:
@@ -122,14 +121,6 @@ class CheckResult:
         if self.status is Status.NOT_ATTEMPTED:
             return f"{self.name}: not attempted yet ({self.todo})"
         return f"{self.name}: {self.status.value}: {self.n_passed} of {len(self.cases)} cases pass"
-
-
-def wraps_answer(func: Any) -> Callable[[Callable], Callable]:
-    """``functools.wraps(func)`` for a checker's wrapper around the learner's ``func``, so that
-    messages use the learner's names; ``TypeError`` when ``func`` is not a function."""
-    if not callable(func):
-        raise TypeError(f"func must be a function, got {type(func).__name__}")
-    return functools.wraps(func)
 
 
 def randn(*shape: int, seed: int, scale: float = 1.0, shift: float = 0.0) -> torch.Tensor:
@@ -166,56 +157,18 @@ def _changed_argument(func: Callable, case: Case, args: tuple, kwargs: dict) -> 
     return None
 
 
-def lines_run(func: Callable, *args: Any) -> tuple[object, int]:
-    """``func(*args)`` and how many lines of its own source file ran: a rule such as "no loop" is
-    enforced by the count (a loop runs its lines again for every item)."""
-    code = getattr(inspect.unwrap(func), "__code__", None)
-    count = 0
 
-    def count_lines(frame, event, arg):
-        nonlocal count
-        count += event == "line"
-        return count_lines
-
-    def trace(frame, event, arg):
-        return count_lines if code and frame.f_code.co_filename == code.co_filename else None
-
-    previous = sys.gettrace()
-    sys.settrace(trace)
-    try:
-        return func(*args), count
-    finally:
-        sys.settrace(previous)
-
-
-def names_used(func: Callable) -> set[str]:
-    """The global and attribute names ``func``'s code refers to (``scipy.special.expit`` gives
-    ``scipy``, ``special`` and ``expit``), with those of its nested functions and of the functions
-    of its own module that it calls: a rule such as "no library softmax" is enforced by the
-    names. A library function given as the answer itself contributes its own name."""
-    names: set[str] = set()
-    seen: set[int] = set()
-    todo = [inspect.unwrap(func)]
-    while todo:
-        item = todo.pop()
-        code = getattr(item, "__code__", None)
-        if code is None:
-            names.add(str(getattr(item, "__name__", "")))
+def _named_mistake(got: Any, case: Case, mistakes: Mapping[str, Callable[..., Any]],
+                   **tolerances: Any) -> str | None:
+    """The message of the first of ``mistakes`` whose function returns ``got`` on ``case``."""
+    for message, mistake in mistakes.items():
+        try:
+            value = mistake(*copy.deepcopy(case.args), **copy.deepcopy(dict(case.kwargs)))
+        except Exception:  # a mistake that cannot run on this case names nothing here
             continue
-        module, scope = getattr(item, "__module__", None), getattr(item, "__globals__", {})
-        codes = [code]
-        while codes:
-            current = codes.pop()
-            if id(current) in seen:
-                continue
-            seen.add(id(current))
-            names.update(current.co_names)
-            codes += [const for const in current.co_consts if inspect.iscode(const)]
-            for name in current.co_names:
-                value = scope.get(name)
-                if inspect.isfunction(value) and value.__module__ == module:
-                    todo.append(value)
-    return names
+        if compare(got, value, **tolerances) is None:
+            return message
+    return None
 
 
 def check_function(
@@ -229,20 +182,29 @@ def check_function(
     names: Sequence[str] = (),
     exact_dtype: bool = False,
     no_warnings: bool = False,
+    mistakes: Mapping[str, Callable[..., Any]] | None = None,
+    rule: Rule | None = None,
+    shortcuts: Sequence[str] = (),
     verbose: bool = True,
 ) -> CheckResult:
     """Run ``func`` on every case, print a verdict per case, and return a :class:`CheckResult`.
 
     Each case's arguments are deep-copied before the call, and a function that changes them in
     place fails that case. ``names``, ``exact_dtype``, ``rtol`` and ``atol`` go to
-    :func:`compare`; with ``no_warnings`` a case that warns fails. ``NotImplementedError`` from
-    the stub means "not attempted yet".
+    :func:`compare`; with ``no_warnings`` a case that warns fails. A wrong value that one of
+    ``mistakes`` (message -> a function making that mistake) also returns is told the message.
+    ``rule`` (constrain exercises only) is checked on the code first and is a failed line of its
+    own; ``shortcuts`` (library functions that do the exercise's work) add a note to a pass.
+    ``NotImplementedError`` from the stub means "not attempted yet".
     """
     if not callable(func):
         raise TypeError(f"func must be a function, got {type(func).__name__}")
     if not cases:
         raise ValueError("cases must hold at least one Case")
+    if rule is not None and not isinstance(rule, Rule):
+        raise TypeError(f"rule must be a rules.Rule, got {type(rule).__name__}")
     name = str(name or getattr(func, "__name__", "function"))
+    tolerances = {"rtol": rtol, "atol": atol, "names": names, "exact_dtype": exact_dtype}
     results: list[CaseResult] = []
     for number, case in enumerate(cases, 1):
         label = case.label or f"case {number}"
@@ -275,18 +237,28 @@ def check_function(
             expected = reference(*copy.deepcopy(case.args), **copy.deepcopy(dict(case.kwargs)))
         else:
             raise ValueError(f"case {label!r} has no expected value and no reference was given")
-        problem = _changed_argument(func, case, args, kwargs) or compare(
-            got, expected, rtol=rtol, atol=atol, names=names, exact_dtype=exact_dtype)
+        problem = _changed_argument(func, case, args, kwargs)
+        if problem is None:
+            problem = compare(got, expected, **tolerances)
+            why = problem and mistakes and _named_mistake(got, case, mistakes, **tolerances)
+            if why:
+                problem = f"{why}; {problem}"
         if problem:
             problem += warned
         elif caught and no_warnings:
             problem = f"right value, but it warned: {caught[0].message} (it must not warn)"
         results.append(CaseResult(label, not problem, problem or "ok"))
+    if rule is not None:
+        verdict = broken(func, rule)
+        results.insert(0, CaseResult("the rule", verdict is None, verdict or "kept"))
     status = Status.PASSED if all(r.passed for r in results) else Status.FAILED
-    result = CheckResult(name, status, results)
+    note = shortcut(func, shortcuts) if shortcuts and status is Status.PASSED else None
+    result = CheckResult(name, status, results, note=note)
     if verbose:
         for r in results:
             print(f"  ✓ {r.label}" if r.passed else f"  ✗ {r.label}: {r.message}")
+        if note:
+            print(f"  note: {note}")
     return result
 
 
@@ -299,6 +271,9 @@ def _shown(value: float) -> str:
     return f"{value:.6g}"
 
 
+_misses: dict[str, int] = {}  # misses per predict exercise in this session: the second shows
+
+
 def check_number(
     answer: Any,
     expected: float,
@@ -306,23 +281,26 @@ def check_number(
     name: str,
     label: str,
     explanation: str,
+    hint: str,
+    mistakes: Mapping[float, str] | None = None,
     rtol: float = 0.05,
     atol: float = 0.0,
+    show_answer: bool = False,
     verbose: bool = True,
-    hint: str | None = None,
-    mistakes: Mapping[Any, str] | None = None,
 ) -> CheckResult:
     """A *predict* exercise's verdict: ``answer`` (a number the learner wrote down) within
-    ``rtol``/``atol`` of ``expected``. ``...`` (the stub) means "not attempted yet"; the
-    ``explanation`` of the right value is printed whether the answer passes or fails.
+    ``rtol``/``atol`` of ``expected``; ``...`` (the stub) means "not attempted yet".
 
-    With a ``hint``, a miss keeps the right value and the explanation back: it says whether the
-    answer is too high or too low, names the mistake when the answer matches a value of
-    ``mistakes`` (value -> what that answer did; within the same tolerance, and the nearest one
-    when several are), and else prints the hint. The explanation is printed once the answer
-    passes.
+    A pass prints the ``explanation``. A first miss holds the right value back: it says whether
+    the answer is too high or too low and names the mistake when the answer matches a value of
+    ``mistakes`` (value -> what that answer did; the nearest within the tolerance), else gives
+    the ``hint``. A further miss of the same exercise, or ``show_answer=True``, also prints the
+    right value and the explanation.
     """
+    reveal = f"  the answer: about {_shown(expected)}. {explanation}"
     if answer is Ellipsis:
+        if verbose and show_answer:
+            print(reveal)
         return CheckResult(name, Status.NOT_ATTEMPTED, [], todo="replace `...` with your number")
     if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (int, float, np.number)):
         message = f"expected a number, got {_describe(answer)}"
@@ -330,22 +308,20 @@ def check_number(
         message = f"expected a finite number, got {answer}"
     elif abs(float(answer) - expected) <= atol + rtol * abs(expected):
         message = ""
-    elif hint is not None:
-        value = float(answer)
-        # the nearest listed mistake within the tolerance (several may lie within it)
-        why = min(((abs(value - wrong), text) for wrong, text in (mistakes or {}).items()
-                   if abs(value - wrong) <= atol + rtol * abs(wrong)),
-                  key=lambda pair: pair[0], default=(None, None))[1]
-        side = "too high" if value > expected else "too low"
-        message = f"{_shown(value)} is {side}: " + (why if why is not None else hint)
     else:
-        tolerance = f"within {rtol * 100:g}%" if rtol else f"within {atol:g}"
-        message = (f"expected about {_shown(expected)} ({tolerance}), got "
-                   f"{_shown(float(answer))}")
+        value = float(answer)
+        near = [(abs(value - wrong), text) for wrong, text in (mistakes or {}).items()
+                if abs(value - wrong) <= atol + rtol * abs(wrong)]
+        why = min(near, key=lambda pair: pair[0])[1] if near else hint
+        side = "too high" if value > expected else "too low"
+        message = f"{_shown(value)} is {side}: {why}"
     passed = not message
+    if not passed:
+        _misses[name] = _misses.get(name, 0) + 1
     result = CheckResult(name, Status.PASSED if passed else Status.FAILED,
                          [CaseResult(label, passed, message or "ok")])
     if verbose:
-        verdict = f"  ✓ {label}" if passed else f"  ✗ {label}: {message}"
-        print(verdict if hint is not None and not passed else f"{verdict}. {explanation}")
+        print(f"  ✓ {label}. {explanation}" if passed else f"  ✗ {label}: {message}")
+        if not passed and (show_answer or _misses[name] > 1):
+            print(reveal)
     return result

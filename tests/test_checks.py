@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils import checks
+from course_utils.checks import predict
 from course_utils.checks import (
     Case,
     CheckResult,
@@ -52,7 +52,7 @@ SUM = {"name": "sum", "label": "1 + ... + 100", "explanation": "50 pairs of 101"
 @pytest.fixture(autouse=True)
 def fresh_misses():
     """Each test starts as a learner who has not yet missed a predict exercise."""
-    checks._misses.clear()
+    predict._misses.clear()
 
 
 def test_a_predict_stub_is_not_attempted_and_asks_for_a_number(capsys):
@@ -83,7 +83,7 @@ def test_a_further_miss_or_show_answer_reveals_the_answer(capsys):
     assert "the answer" not in capsys.readouterr().out
     check_number(5100, 5050, **SUM)
     assert capsys.readouterr().out.endswith("  the answer: about 5050. 50 pairs of 101\n")
-    checks._misses.clear()
+    predict._misses.clear()
     check_number(5000, 5050, **SUM, show_answer=True)
     assert "the answer: about 5050" in capsys.readouterr().out
 

@@ -22,105 +22,28 @@ import copy
 import inspect
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from course_utils.checks.compare import _brief, _describe, _is_tensor, compare
-from course_utils.checks.rules import Rule, RuleBroken, broken, shortcut
+from course_utils.checks.compare import _brief, _is_tensor, compare
+from course_utils.checks.predict import check_number
+from course_utils.checks.results import (
+    _MISSING,
+    EXERCISE_KINDS,
+    Case,
+    CaseResult,
+    CheckResult,
+    Status,
+    exercise,
+)
+from course_utils.checks.rules import Rule, RuleBroken, Stream, broken, shortcut
 
 if TYPE_CHECKING:
     import torch
 
-_MISSING = object()
-
-
-class Status(Enum):
-    """A checker's verdict on the whole exercise."""
-
-    PASSED = "passed"
-    FAILED = "failed"
-    NOT_ATTEMPTED = "not attempted"
-
-
-#: The kinds of exercise: re-doing what a cell showed; writing down a number before
-#: running anything; deriving a formula the notebook used; finding and fixing a bug with a named
-#: symptom; the same result under a stated rule; a variant the notebook did not show.
-EXERCISE_KINDS = ("practice", "predict", "derive", "debug", "constrain", "extend")
-
-
-def exercise(kind: str) -> Callable[[Callable], Callable]:
-    """Mark a checker with its exercise's kind (one of :data:`EXERCISE_KINDS`): ``checker.kind``.
-
-    The notebook's heading names the same kind: ``### Exercise 2 (predict): ...``.
-    """
-    if kind not in EXERCISE_KINDS:
-        raise ValueError(f"kind must be one of {EXERCISE_KINDS}, got {kind!r}")
-
-    def mark(checker: Callable) -> Callable:
-        checker.kind = kind  # type: ignore[attr-defined]
-        return checker
-
-    return mark
-
-
-@dataclass(frozen=True)
-class Case:
-    """One call to try: ``func(*args, **kwargs)``.
-
-    The expected value is ``expected`` when given, else ``reference(*args, **kwargs)``.
-    ``raises`` says the call must raise that exception type instead (an edge case such as an
-    empty input).
-    """
-
-    args: tuple
-    label: str = ""
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-    expected: Any = _MISSING
-    raises: type[BaseException] | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.args, tuple):
-            raise TypeError(f"args must be a tuple, got {type(self.args).__name__}")
-        if self.raises is not None and not (
-            isinstance(self.raises, type) and issubclass(self.raises, BaseException)
-        ):
-            raise TypeError(f"raises must be an exception type, got {self.raises!r}")
-
-
-@dataclass(frozen=True)
-class CaseResult:
-    """The verdict on one case: ``passed`` and a message that says what was wrong."""
-
-    label: str
-    passed: bool
-    message: str
-
-
-@dataclass
-class CheckResult:
-    """What a checker found: its :class:`Status` and the verdict on every case."""
-
-    name: str
-    status: Status
-    cases: list[CaseResult]
-    todo: str = "replace `raise NotImplementedError` with code"  # what a stub asks of the learner
-    note: str | None = None  # a passing answer's note: a shortcut the exercise meant to avoid
-
-    @property
-    def passed(self) -> bool:
-        return self.status is Status.PASSED
-
-    @property
-    def n_passed(self) -> int:
-        return sum(case.passed for case in self.cases)
-
-    def __repr__(self) -> str:
-        if self.status is Status.NOT_ATTEMPTED:
-            return f"{self.name}: not attempted yet ({self.todo})"
-        return f"{self.name}: {self.status.value}: {self.n_passed} of {len(self.cases)} cases pass"
+__all__ = ["EXERCISE_KINDS", "Case", "CaseResult", "CheckResult", "Rule", "RuleBroken", "Status",
+           "Stream", "check_function", "check_number", "compare", "exercise", "randn"]
 
 
 def randn(*shape: int, seed: int, scale: float = 1.0, shift: float = 0.0) -> torch.Tensor:
@@ -259,69 +182,4 @@ def check_function(
             print(f"  ✓ {r.label}" if r.passed else f"  ✗ {r.label}: {r.message}")
         if note:
             print(f"  note: {note}")
-    return result
-
-
-def _shown(value: float) -> str:
-    """A number as a learner wrote it: whole numbers from 10,000 on with thousands separators
-    (``1,666,243``, not ``1.66624e+06``), others to six significant digits."""
-    value = float(value)
-    if value.is_integer() and 1e4 <= abs(value) < 1e16:
-        return f"{int(value):,}"
-    return f"{value:.6g}"
-
-
-_misses: dict[str, int] = {}  # misses per predict exercise in this session: the second shows
-
-
-def check_number(
-    answer: Any,
-    expected: float,
-    *,
-    name: str,
-    label: str,
-    explanation: str,
-    hint: str,
-    mistakes: Mapping[float, str] | None = None,
-    rtol: float = 0.05,
-    atol: float = 0.0,
-    show_answer: bool = False,
-    verbose: bool = True,
-) -> CheckResult:
-    """A *predict* exercise's verdict: ``answer`` (a number the learner wrote down) within
-    ``rtol``/``atol`` of ``expected``; ``...`` (the stub) means "not attempted yet".
-
-    A pass prints the ``explanation``. A first miss holds the right value back: it says whether
-    the answer is too high or too low and names the mistake when the answer matches a value of
-    ``mistakes`` (value -> what that answer did; the nearest within the tolerance), else gives
-    the ``hint``. A further miss of the same exercise, or ``show_answer=True``, also prints the
-    right value and the explanation.
-    """
-    reveal = f"  the answer: about {_shown(expected)}. {explanation}"
-    if answer is Ellipsis:
-        if verbose and show_answer:
-            print(reveal)
-        return CheckResult(name, Status.NOT_ATTEMPTED, [], todo="replace `...` with your number")
-    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (int, float, np.number)):
-        message = f"expected a number, got {_describe(answer)}"
-    elif not np.isfinite(answer):
-        message = f"expected a finite number, got {answer}"
-    elif abs(float(answer) - expected) <= atol + rtol * abs(expected):
-        message = ""
-    else:
-        value = float(answer)
-        near = [(abs(value - wrong), text) for wrong, text in (mistakes or {}).items()
-                if abs(value - wrong) <= atol + rtol * abs(wrong)]
-        why = min(near, key=lambda pair: pair[0])[1] if near else hint
-        side = "too high" if value > expected else "too low"
-        message = f"{_shown(value)} is {side}: {why}"
-    passed = not message
-    if not passed:
-        _misses[name] = _misses.get(name, 0) + 1
-    result = CheckResult(name, Status.PASSED if passed else Status.FAILED,
-                         [CaseResult(label, passed, message or "ok")])
-    if verbose:
-        print(f"  ✓ {label}. {explanation}" if passed else f"  ✗ {label}: {message}")
-        if not passed and (show_answer or _misses[name] > 1):
-            print(reveal)
     return result

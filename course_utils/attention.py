@@ -47,8 +47,10 @@ def causal_mask(lq: int, lk: int, device: torch.device | str | None = None) -> T
     ``mask[i, j] = j <= i + (lk - lq)``. For ``lq == lk`` it is the lower triangle including the
     diagonal. For ``lq > lk`` the first ``lq - lk`` query rows see no key at all (fully masked).
     """
-    lq = check_int(lq, "lq", minimum=0)
-    lk = check_int(lk, "lk", minimum=0)
+    return _causal_mask(check_int(lq, "lq", minimum=0), check_int(lk, "lk", minimum=0), device)
+
+
+def _causal_mask(lq: int, lk: int, device: torch.device | str | None) -> Tensor:
     return torch.ones(lq, lk, dtype=torch.bool, device=device).tril(diagonal=lk - lq)
 
 
@@ -130,7 +132,7 @@ def _attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, 
             dropout_p: float) -> tuple[Tensor, Tensor]:
     """The formula of :func:`softmax_attention`, on inputs already checked."""
     if causal:
-        causal_part = causal_mask(q.shape[-2], k.shape[-2], device=q.device)
+        causal_part = _causal_mask(q.shape[-2], k.shape[-2], q.device)
         mask = causal_part if mask is None else mask & causal_part
     scores = (q @ k.transpose(-2, -1)) * scale
     if mask is None:
@@ -177,9 +179,13 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
     n_heads = check_int(n_heads, "n_heads")
     if x.ndim != 3:
         raise ValueError(f"x must have shape (B, N, d_model), got {tuple(x.shape)}")
+    if x.shape[-1] % n_heads:
+        raise ValueError(f"d_model={x.shape[-1]} is not divisible by n_heads={n_heads}")
+    return _split_heads(x, n_heads)
+
+
+def _split_heads(x: Tensor, n_heads: int) -> Tensor:
     b, n, d_model = x.shape
-    if d_model % n_heads:
-        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
     return x.reshape(b, n, n_heads, d_model // n_heads).transpose(1, 2)
 
 
@@ -188,6 +194,10 @@ def merge_heads(x: Tensor) -> Tensor:
     x = check_tensor(x, "x", dtype=None)
     if x.ndim != 4:
         raise ValueError(f"x must have shape (B, h, N, d_k), got {tuple(x.shape)}")
+    return _merge_heads(x)
+
+
+def _merge_heads(x: Tensor) -> Tensor:
     b, h, n, d_k = x.shape
     return x.transpose(1, 2).reshape(b, n, h * d_k)
 
@@ -267,12 +277,18 @@ class MultiHeadAttention(nn.Module):
             if mask.ndim == 3:
                 mask = mask[:, None]
             combined = mask if combined is None else combined & mask
-        q = split_heads(self.q_proj(query), self.n_heads)
-        k = split_heads(self.k_proj(key), self.n_heads)
-        v = split_heads(self.v_proj(value), self.n_heads)
+        return self._forward(query, key, value, combined, causal)
+
+    def _forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
+                 causal: bool) -> tuple[Tensor, Tensor]:
+        """The formula on checked inputs; ``mask`` broadcasts to ``(B, h, Lq, Lk)`` (True =
+        attend). The encoder and decoder layers call it with their checked padding masks."""
+        q = _split_heads(self.q_proj(query), self.n_heads)
+        k = _split_heads(self.k_proj(key), self.n_heads)
+        v = _split_heads(self.v_proj(value), self.n_heads)
         dropout_p = self.dropout if self.training else 0.0
-        z, weights = _attend(q, k, v, combined, causal, self.d_k**-0.5, dropout_p)
-        return self.out_proj(merge_heads(z)), weights
+        z, weights = _attend(q, k, v, mask, causal, self.d_k**-0.5, dropout_p)
+        return self.out_proj(_merge_heads(z)), weights
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> MultiHeadAttention:

@@ -27,18 +27,19 @@ and generation keeps a rolling cache of that many positions.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 
-from course_utils.attention import merge_heads, softmax_attention, split_heads
+from course_utils.attention import _attend, _merge_heads, _repeat_kv_heads, _split_heads
 from course_utils.kv_cache import KVCache, PagedKVCache
 from course_utils.layers import FeedForward
 from course_utils.linalg import matmul_flops
 from course_utils.norms import RMSNorm
-from course_utils.positional import apply_rope, rope_frequencies
+from course_utils.positional import _rope_tables, _rotate, rope_frequencies
 from course_utils.sampling import check_filters, filter_probs, sample, speculative_accept
 from course_utils.validation import (
     check_bool,
@@ -177,9 +178,10 @@ class _Step(NamedTuple):
     """What every layer of one forward pass shares."""
 
     cache: Cache
-    positions: Tensor  # RoPE positions of the new tokens: (L,), or (B, L) one row per sequence
     columns: Tensor  # their cache positions (columns of the padded batch), (L,)
     key_mask: Tensor | None  # (B, L_total) bool, True = real token; None: no padding
+    rope: tuple[Tensor, Tensor]  # cos, sin of the new tokens' RoPE angles: (L, d_h/2) or
+    #                              (B, 1, L, d_h/2) for positions per sequence; computed once
 
 
 class GroupedQueryAttention(nn.Module):
@@ -200,20 +202,23 @@ class GroupedQueryAttention(nn.Module):
         self.v_proj = nn.Linear(d, kv, bias=False)
         self.out_proj = nn.Linear(d, d, bias=False)
 
-    def _rope(self, x: Tensor, positions: Tensor) -> Tensor:
-        c = self.config
-        return apply_rope(x, positions, c.rope_theta, scaling=c.rope_scaling, layout=c.rope_layout)
+    def _rope(self, x: Tensor, step: _Step) -> Tensor:
+        cos, sin = step.rope
+        if cos.dtype != x.dtype:  # under autocast the projections compute in a lower precision
+            cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+        return _rotate(x, cos, sin, self.config.rope_layout)
 
     def forward(self, x: Tensor, layer: int, step: _Step) -> Tensor:
         c = self.config
-        q = self._rope(split_heads(self.q_proj(x), c.n_heads), step.positions)
-        k = self._rope(split_heads(self.k_proj(x), c.n_kv_heads), step.positions)
-        v = split_heads(self.v_proj(x), c.n_kv_heads)  # q (B, H, L, d_h); k, v (B, H_kv, L, d_h)
+        q = self._rope(_split_heads(self.q_proj(x), c.n_heads), step)
+        k = self._rope(_split_heads(self.k_proj(x), c.n_kv_heads), step)
+        v = _split_heads(self.v_proj(x), c.n_kv_heads)  # q (B, H, L, d_h); k, v (B, H_kv, L, d_h)
         k, v, key_columns = step.cache._update(layer, k, v)  # every key attention may read
         mask = self._visible(step, key_columns)
         # without a mask: the bottom-right causal mask, the L new queries after the cached keys
-        z, _ = softmax_attention(q, k, v, mask, causal=mask is None, enable_gqa=True)
-        return self.out_proj(merge_heads(z))
+        k, v = _repeat_kv_heads(q, k, v)  # query head h reads K/V head h // (H / H_kv)
+        z, _ = _attend(q, k, v, mask, mask is None, 1 / math.sqrt(c.head_dim), 0.0)
+        return self.out_proj(_merge_heads(z))
 
     def _visible(self, step: _Step, key_columns: Tensor) -> Tensor | None:
         """``(B, 1, L, L_k)`` bool, True where query i may see key j: ``col_j ≤ col_i``,
@@ -243,8 +248,8 @@ class DecoderBlock(nn.Module):
                                         bias=config.mlp_bias)
 
     def forward(self, x: Tensor, layer: int, step: _Step) -> Tensor:
-        x = x + self.attn(self.norm1(x), layer, step)
-        return x + self.feed_forward(self.norm2(x))
+        x = x + self.attn(self.norm1._forward(x), layer, step)
+        return x + self.feed_forward._forward(self.norm2._forward(x))
 
 
 class DecoderLM(nn.Module):
@@ -274,6 +279,9 @@ class DecoderLM(nn.Module):
         if not isinstance(config, LMConfig):
             raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
         self.config = config
+        # RoPE's frequencies (float64, a plain array: .to(dtype) must not round them)
+        self._rope_omega = rope_frequencies(config.head_dim, config.rope_theta,
+                                            config.rope_scaling).numpy()
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
         self.blocks = nn.ModuleList(DecoderBlock(config) for _ in range(config.n_layers))
         self.norm = RMSNorm(config.d_model, config.eps)
@@ -362,11 +370,13 @@ class DecoderLM(nn.Module):
             positions = (key_mask.long().cumsum(-1) - 1).clamp(min=0)[:, start:]
         else:
             positions = columns
-        step = _Step(cache, positions, columns, key_mask)
+        rope = _rope_tables(positions.detach().cpu().numpy(), self._rope_omega, 4, weight.dtype,
+                            weight.device)  # once per forward pass, shared by every layer
+        step = _Step(cache, columns, key_mask, rope)
         x = self.embed(ids)  # (B, L, d_model)
         for layer, block in enumerate(self.blocks):
             x = block(x, layer, step)
-        return self.output(self.norm(x)), cache
+        return self.output(self.norm._forward(x)), cache
 
 
 def _new_cache(model: DecoderLM, batch: int, n_positions: int) -> KVCache:

@@ -149,7 +149,10 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(check_real(dropout, "dropout", low=0, high=1, high_open=True))
 
     def forward(self, x: Tensor) -> Tensor:
-        x = check_last_dim(x, self.d_model)
+        return self._forward(check_last_dim(x, self.d_model))
+
+    def _forward(self, x: Tensor) -> Tensor:
+        """The formula on a checked ``x`` (the layers that hold this block call it)."""
         if self.activation == "relu":
             hidden = F.relu(self.linear1(x))
         elif self.activation == "gelu":
@@ -167,6 +170,11 @@ def _check_padding_mask(value: object, shape: tuple[int, ...], name: str) -> Ten
     if tuple(mask.shape) != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(mask.shape)}")
     return mask
+
+
+def _keys(padding_mask: Tensor | None) -> Tensor | None:
+    """A checked ``(B, L_k)`` padding mask as the attention core's mask ``(B, 1, 1, L_k)``."""
+    return None if padding_mask is None else padding_mask[:, None, None, :]
 
 
 def _check_sequence(value: object, d_model: int, name: str) -> Tensor:
@@ -254,18 +262,20 @@ class EncoderLayer(nn.Module):
         self.dropout1 = nn.Dropout(c.dropout)
         self.dropout2 = nn.Dropout(c.dropout)
 
-    def _attend(self, x: Tensor, padding_mask: Tensor | None) -> Tensor:
-        return self.dropout1(self.self_attn(x, x, x, key_mask=padding_mask)[0])
+    def _self_block(self, x: Tensor, padding_mask: Tensor | None) -> Tensor:
+        return self.dropout1(self.self_attn._forward(x, x, x, _keys(padding_mask), False)[0])
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         return self._forward(*_check_encoder_inputs(x, padding_mask, self.norm1.d_model))
 
     def _forward(self, x: Tensor, padding_mask: Tensor | None) -> Tensor:
+        norm1, norm2 = self.norm1._forward, self.norm2._forward
+        feed_forward = self.feed_forward._forward
         if self.norm_first:
-            x = x + self._attend(self.norm1(x), padding_mask)
-            return x + self.dropout2(self.feed_forward(self.norm2(x)))
-        x = self.norm1(x + self._attend(x, padding_mask))
-        return self.norm2(x + self.dropout2(self.feed_forward(x)))
+            x = x + self._self_block(norm1(x), padding_mask)
+            return x + self.dropout2(feed_forward(norm2(x)))
+        x = norm1(x + self._self_block(x, padding_mask))
+        return norm2(x + self.dropout2(feed_forward(x)))
 
     @classmethod
     def from_torch(cls, module: nn.TransformerEncoderLayer) -> EncoderLayer:
@@ -324,13 +334,14 @@ class DecoderLayer(nn.Module):
         self.cross_attention_weights: Tensor | None = None
 
     def _self_block(self, x: Tensor, padding_mask: Tensor | None, causal: bool) -> Tensor:
-        out, weights = self.self_attn(x, x, x, key_mask=padding_mask, causal=causal)
+        out, weights = self.self_attn._forward(x, x, x, _keys(padding_mask), causal)
         self.self_attention_weights = weights.detach()
         return self.dropout1(out)
 
     def _cross_block(self, x: Tensor, memory: Tensor,
                      memory_padding_mask: Tensor | None) -> Tensor:
-        out, weights = self.cross_attn(x, memory, memory, key_mask=memory_padding_mask)
+        out, weights = self.cross_attn._forward(x, memory, memory, _keys(memory_padding_mask),
+                                                False)
         self.cross_attention_weights = weights.detach()
         return self.dropout2(out)
 
@@ -348,13 +359,15 @@ class DecoderLayer(nn.Module):
 
     def _forward(self, x: Tensor, memory: Tensor, tgt_padding_mask: Tensor | None,
                  memory_padding_mask: Tensor | None, causal: bool) -> Tensor:
+        norm1, norm2, norm3 = self.norm1._forward, self.norm2._forward, self.norm3._forward
+        feed_forward = self.feed_forward._forward
         if self.norm_first:
-            x = x + self._self_block(self.norm1(x), tgt_padding_mask, causal)
-            x = x + self._cross_block(self.norm2(x), memory, memory_padding_mask)
-            return x + self.dropout3(self.feed_forward(self.norm3(x)))
-        x = self.norm1(x + self._self_block(x, tgt_padding_mask, causal))
-        x = self.norm2(x + self._cross_block(x, memory, memory_padding_mask))
-        return self.norm3(x + self.dropout3(self.feed_forward(x)))
+            x = x + self._self_block(norm1(x), tgt_padding_mask, causal)
+            x = x + self._cross_block(norm2(x), memory, memory_padding_mask)
+            return x + self.dropout3(feed_forward(norm3(x)))
+        x = norm1(x + self._self_block(x, tgt_padding_mask, causal))
+        x = norm2(x + self._cross_block(x, memory, memory_padding_mask))
+        return norm3(x + self.dropout3(feed_forward(x)))
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoderLayer) -> DecoderLayer:
@@ -423,7 +436,7 @@ class Encoder(_LayerStack):
     def _forward(self, x: Tensor, padding_mask: Tensor | None) -> Tensor:
         for layer in cast(list[EncoderLayer], self.layers):
             x = layer._forward(x, padding_mask)
-        return x if self.norm is None else self.norm(x)
+        return x if self.norm is None else self.norm._forward(x)
 
 
 class Decoder(_LayerStack):
@@ -445,7 +458,7 @@ class Decoder(_LayerStack):
                  memory_padding_mask: Tensor | None) -> Tensor:
         for layer in cast(list[DecoderLayer], self.layers):
             x = layer._forward(x, memory, tgt_padding_mask, memory_padding_mask, True)
-        return x if self.norm is None else self.norm(x)
+        return x if self.norm is None else self.norm._forward(x)
 
 
 class Transformer(nn.Module):
@@ -516,8 +529,11 @@ class Transformer(nn.Module):
     def forward(self, src: Tensor, tgt: Tensor, src_padding_mask: Tensor | None = None,
                 tgt_padding_mask: Tensor | None = None) -> Tensor:
         """Teacher forcing: logits (B, T, V_tgt) for every target position in one pass."""
-        return self.decode(tgt, self.encode(src, src_padding_mask), src_padding_mask,
-                           tgt_padding_mask)
+        x, y = self._embed(src, self.src_embed, "src"), self._embed(tgt, self.tgt_embed, "tgt")
+        src_mask = _check_padding_mask(src_padding_mask, x.shape[:2], "src_padding_mask")
+        tgt_mask = _check_padding_mask(tgt_padding_mask, y.shape[:2], "tgt_padding_mask")
+        memory = self.encoder._forward(x, src_mask)
+        return self.output(self.decoder._forward(y, memory, tgt_mask, src_mask))
 
 
 def count_parameters(model: nn.Module) -> int:

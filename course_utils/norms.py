@@ -49,7 +49,10 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model))
 
     def forward(self, x: Tensor) -> Tensor:
-        x = check_last_dim(x, self.d_model)
+        return self._forward(check_last_dim(x, self.d_model))
+
+    def _forward(self, x: Tensor) -> Tensor:
+        """The formula on a checked ``x`` (the layers that hold this norm call it)."""
         mean = x.mean(dim=-1, keepdim=True)
         var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
         return self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias
@@ -79,7 +82,10 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d_model))
 
     def forward(self, x: Tensor) -> Tensor:
-        x = check_last_dim(x, self.d_model)
+        return self._forward(check_last_dim(x, self.d_model))
+
+    def _forward(self, x: Tensor) -> Tensor:
+        """The formula on a checked ``x`` (the blocks that hold this norm call it)."""
         dtype = torch.promote_types(x.dtype, self.weight.dtype)  # the result's
         wide = x.to(torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype)
         inv_rms = torch.rsqrt(wide.pow(2).mean(dim=-1, keepdim=True) + self.eps)

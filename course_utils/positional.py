@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike
 from course_utils.validation import check_choice, check_int, check_real, check_tensor
 
 if TYPE_CHECKING:
+    import torch
     from torch import Tensor
 
 __all__ = [
@@ -269,8 +270,6 @@ def apply_rope(
     or ``(B, H, L, d)``. Returns a tensor of ``x``'s shape, dtype and device; the angles are
     computed in float64, then their cosines and sines are rounded to ``x``'s dtype.
     """
-    import torch
-
     x = check_tensor(x, "x")
     if x.ndim < 2 or x.shape[-1] == 0 or x.shape[-1] % 2:
         raise ValueError(f"x must have shape (..., L, d) with d even (the features are rotated "
@@ -279,11 +278,28 @@ def apply_rope(
     base = check_real(base, "base", low=1, low_open=True)
     omega = _frequencies(x.shape[-1], base, _check_scaling(scaling))
     layout = check_choice(layout, "layout", _LAYOUTS)
-    angles = pos.astype(np.float64)[..., None] * omega  # (L, d/2) or (B, L, d/2)
-    if pos.ndim == 2 and x.ndim == 4:
-        angles = angles[:, None]  # (B, 1, L, d/2): the same positions in every head
-    cos = torch.as_tensor(np.cos(angles), dtype=x.dtype, device=x.device)
-    sin = torch.as_tensor(np.sin(angles), dtype=x.dtype, device=x.device)
+    return _rotate(x, *_rope_tables(pos, omega, x.ndim, x.dtype, x.device), layout)
+
+
+def _rope_tables(pos: np.ndarray, omega: np.ndarray, x_ndim: int, dtype: torch.dtype,
+                 device: torch.device) -> tuple[Tensor, Tensor]:
+    """The cores of :func:`apply_rope` (arguments checked): ``cos`` and ``sin`` of the angles
+    ``pos · ω`` computed in float64, then rounded to ``dtype``: ``(L, d/2)``, or ``(B, L, d/2)``
+    for positions ``(B, L)`` (``(B, 1, L, d/2)`` when ``x_ndim`` is 4: every head alike). A
+    model computes them once per forward pass and :func:`_rotate` uses them in every layer."""
+    import torch
+
+    angles = pos.astype(np.float64)[..., None] * omega
+    if pos.ndim == 2 and x_ndim == 4:
+        angles = angles[:, None]
+    return (torch.as_tensor(np.cos(angles), dtype=dtype, device=device),
+            torch.as_tensor(np.sin(angles), dtype=dtype, device=device))
+
+
+def _rotate(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
+    """Each pair of ``x``'s features turned by the angles whose ``cos`` and ``sin`` are given."""
+    import torch
+
     if layout == "interleaved":
         first, second = x[..., 0::2], x[..., 1::2]  # (..., L, d/2) each
         return torch.stack((first * cos - second * sin, first * sin + second * cos),

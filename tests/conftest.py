@@ -73,3 +73,33 @@ def distributions(tmp_path_factory) -> dict[str, Path]:
         )
     (wheel,), (sdist,) = out.glob("course_utils-*.whl"), out.glob("course_utils-*.tar.gz")
     return {"wheel": wheel, "sdist": sdist}
+
+
+# --- checks at the door -------------------------------------------------------------------------
+
+@pytest.fixture
+def validation_calls(monkeypatch):
+    """A Counter of calls into ``course_utils.validation``'s guards made through any module of
+    the package, filled while the test runs (a model's forward pass should check at its door
+    and nowhere else)."""
+    import collections
+    import importlib
+    import pkgutil
+
+    import course_utils
+    from course_utils import validation
+
+    calls: collections.Counter[str] = collections.Counter()
+    guards = {name: getattr(validation, name) for name in dir(validation)
+              if name.startswith("check_") or name in ("real_array", "float_array")}
+    for info in pkgutil.iter_modules(course_utils.__path__):
+        if info.ispkg or info.name == "triton_attention":
+            continue
+        module = importlib.import_module(f"course_utils.{info.name}")
+        for name, guard in guards.items():
+            if getattr(module, name, None) is guard:
+                def counted(*args, _guard=guard, _name=name, **kwargs):
+                    calls[_name] += 1
+                    return _guard(*args, **kwargs)
+                monkeypatch.setattr(module, name, counted)
+    return calls

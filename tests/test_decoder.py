@@ -257,3 +257,20 @@ def test_from_torch_reads_activation_functions_and_modules_alike() -> None:
                                            batch_first=True)
     with pytest.raises(ValueError, match="ReLU or GELU"):
         layers.EncoderLayer.from_torch(tanh_gelu)
+
+
+def test_the_encoder_decoder_checks_its_inputs_once_per_forward(validation_calls):
+    """The door checks src, tgt and each padding mask once; the 6 + 6 layers call the
+    attention, norm and feed-forward cores, which check nothing again."""
+    model = layers.Transformer(layers.TransformerConfig(src_vocab_size=20, tgt_vocab_size=20))
+    src, tgt = torch.randint(0, 20, (2, 7)), torch.randint(0, 20, (2, 5))
+    src_mask, tgt_mask = torch.ones(2, 7, dtype=torch.bool), torch.ones(2, 5, dtype=torch.bool)
+    src_mask[1, 5:], tgt_mask[0, 4:] = False, False
+    validation_calls.clear()  # building the model checked its config
+    with torch.no_grad():
+        model(src, tgt, src_mask, tgt_mask)
+    assert validation_calls == {"check_tensor": 4}  # src, tgt and their two masks
+    validation_calls.clear()
+    with torch.no_grad():
+        model.decode(tgt, model.encode(src, src_mask), src_mask, tgt_mask)
+    assert sum(validation_calls.values()) <= 12  # encode and decode are doors of their own

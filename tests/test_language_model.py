@@ -487,3 +487,26 @@ def test_generate_restores_the_training_mode_and_checks_its_arguments() -> None:
             lm.generate(model, prompt, **call)
     with pytest.raises(TypeError, match="DecoderLM"):
         lm.generate(torch.nn.Linear(2, 2), prompt, 3)
+
+
+def test_a_forward_pass_checks_once_and_computes_rope_tables_once(validation_calls, monkeypatch):
+    """ids and the attention mask are checked at the door, RoPE's scaling never again after the
+    config, and the cos/sin tables are computed once per forward pass for all layers."""
+    from course_utils import language_model, positional
+
+    config = lm.LMConfig(vocab_size=50, d_model=32, n_layers=4, n_heads=4, n_kv_heads=2,
+                         d_ff=64, max_len=64, rope_scaling={"rope_type": "linear", "factor": 2.0})
+    model = lm.DecoderLM(config).eval()
+    tables, scalings = [], []
+    monkeypatch.setattr(language_model, "_rope_tables",
+                        lambda *a: tables.append(a) or positional._rope_tables(*a))
+    monkeypatch.setattr(positional, "_check_scaling",
+                        lambda *a: scalings.append(a) or None)
+    ids, mask = torch.randint(0, 50, (2, 6)), torch.ones(2, 6, dtype=torch.long)
+    mask[0, :2] = 0
+    validation_calls.clear()  # building the model checked its config
+    with torch.no_grad():
+        model(ids, attention_mask=mask)
+    assert len(tables) == 1 and not scalings
+    assert validation_calls["check_tensor"] == 2  # ids and attention_mask
+    assert sum(validation_calls.values()) <= 6  # and the new cache's sizes

@@ -62,7 +62,7 @@ def _in_a_library(func: Any) -> bool:
     """Whether ``func`` was defined in an installed library or in course_utils, not by the
     learner (a notebook cell, a test file, a script)."""
     path = getattr(sys.modules.get(getattr(func, "__module__", None) or ""), "__file__", None)
-    return bool(path) and str(Path(path).resolve()).startswith(_LIBRARY_FOLDERS)
+    return isinstance(path, str) and str(Path(path).resolve()).startswith(_LIBRARY_FOLDERS)
 
 
 def _library_name(value: Any) -> str | None:

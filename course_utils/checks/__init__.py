@@ -127,7 +127,8 @@ def check_function(
     if rule is not None and not isinstance(rule, Rule):
         raise TypeError(f"rule must be a rules.Rule, got {type(rule).__name__}")
     name = str(name or getattr(func, "__name__", "function"))
-    tolerances: dict[str, Any] = {"rtol": rtol, "atol": atol, "names": names, "exact_dtype": exact_dtype}
+    tolerances: dict[str, Any] = {"rtol": rtol, "atol": atol, "names": names,
+                                  "exact_dtype": exact_dtype}
     results: list[CaseResult] = []
     for number, case in enumerate(cases, 1):
         label = case.label or f"case {number}"

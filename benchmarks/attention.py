@@ -12,10 +12,10 @@ the forward pass, and the forward + backward pass (``torch.autograd.grad`` of th
 tiled ``autograd.Function`` against PyTorch's fused kernel). Each table also gives the fused and
 tiled kernels' GFLOP/s and their share of this machine's matrix-multiply throughput, measured at
 the start of the same table (``measure.matmul_flop_rate``): the distance to the limit.
-Targets (issue 19) at N = 16,384: tiled forward at most 1.15× the fused kernel's time, forward +
+Targets at N = 16,384: tiled forward at most 1.15× the fused kernel's time, forward +
 backward at most 1.25×, tiled peak memory at most the fused kernel's.
 Memory: the peak extra bytes of one call, each (method, N) in a fresh process
-(``course_utils.measure.peak_extra_memory``: VmHWM/ru_maxrss after resetting the peak).
+(``course_utils.attention_memory.peak_extra_memory``: VmHWM/ru_maxrss after resetting the peak).
 Time: warm-up, then the best of ``--repeats`` calls, the methods interleaved round by round in one
 process so that a busy machine slows all of them alike; quote the ratios. Naive attention is
 skipped above ``--naive-max`` (its N×N matrices take 2 GiB at N = 16,384) and left out of the
@@ -34,7 +34,7 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from course_utils import costs, env, measure, tiled
+from course_utils import attention_memory, costs, env, measure, tiled
 from course_utils.attention import softmax_attention
 
 CPU_METHODS = {
@@ -65,7 +65,8 @@ def cpu_table(sizes: list[int], d: int, repeats: int, naive_max: int, threads: i
     print("-" * len(header))
     for n in sizes:
         names = [m for m in CPU_METHODS if m != "naive" or n <= naive_max]
-        memory = {m: measure.peak_extra_memory(m, n, d, threads=threads) / 2**20 for m in names}
+        memory = {m: attention_memory.peak_extra_memory(m, n, d, threads=threads) / 2**20
+                  for m in names}
         g = torch.Generator().manual_seed(n)
         q, k, v = (torch.randn(1, 1, n, d, generator=g) for _ in range(3))
         seconds = measure.best_times({m: partial(CPU_METHODS[m], q, k, v) for m in names}, repeats)
@@ -100,7 +101,8 @@ def backward_table(sizes: list[int], d: int, repeats: int, threads: int) -> dict
     print(header)
     print("-" * len(header))
     for n in sizes:
-        memory = {m: measure.peak_extra_memory(m, n, d, threads=threads, backward=True) / 2**20
+        memory = {m: attention_memory.peak_extra_memory(m, n, d, threads=threads,
+                                                        backward=True) / 2**20
                   for m in BACKWARD_METHODS}
         g = torch.Generator().manual_seed(n)
         q, k, v = (torch.randn(1, 1, n, d, generator=g, requires_grad=True) for _ in range(3))

@@ -41,6 +41,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
 # --- the package as a learner installs it -------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))  # the tests import tools/notebooks.py as `notebooks`
 
 
 def purelib(python: Path | str) -> Path:

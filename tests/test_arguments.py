@@ -28,6 +28,7 @@ from torch import nn
 import course_utils
 from course_utils import (
     attention,
+    attention_memory,
     autograd,
     calculus,
     costs,
@@ -384,8 +385,8 @@ ROWS = [
         call=lambda **kw: measure.copy_bandwidth(**kw) > 0),
     *ints(measure.matmul_flop_rate, {"n": 8, "repeats": 1}, ("n", "repeats"),
           call=lambda **kw: measure.matmul_flop_rate(**kw) > 0),
-    *ints(measure.peak_extra_memory, {"method": "fused", "n": 64, "d": 8, "threads": 1},
-          ("n", "d", "threads"), call=lambda **kw: measure.peak_extra_memory(**kw) >= 0),
+    *ints(attention_memory.peak_extra_memory, {"method": "fused", "n": 64, "d": 8, "threads": 1},
+          ("n", "d", "threads"), call=lambda **kw: attention_memory.peak_extra_memory(**kw) >= 0),
     # tiled
     *[Row(online_softmax.merge_softmax_stats, {"m1": 0.0, "l1": 1.0, "m2": 1.0, "l2": 2.0}, name,
           np.float32(0.5), "0.5", wrong) for name, wrong in
@@ -1015,7 +1016,7 @@ BAD = [
     *bad(measure.best_time, {}, "call", 3),
     *bad(measure.best_times, {}, "calls", [lambda: None]),
     *bad(measure.best_time, {"call": lambda: None}, "cuda", "yes"),
-    *bad(measure.peak_extra_memory, {"n": 64}, "method", 1, "flash"),
+    *bad(attention_memory.peak_extra_memory, {"n": 64}, "method", 1, "flash"),
     # cpu_grid
     *bad(cpu_grid.run_grid, {"cells": [(0,)]}, "program", None),
     *bad(cpu_grid.run_grid, {"program": lambda cell, worker: None}, "cells", (1, 2)),

@@ -223,3 +223,56 @@ def test_readme_maps_every_notebook_with_its_canonical_badge():
     badges = nbtools.BADGE_RE.findall(readme)
     assert badges == [nbtools.badge(name) for name in NAMES], "README course map out of date"
     assert readme.index("make lab") < readme.index("## The course")
+
+
+FLOOR_ROW_RE = re.compile(r"^\| (\d) [^|]+\| (.+) \|$", re.M)  # "| 3 the maths | `linalg`, … |"
+
+
+def house_floors() -> dict[str, int]:
+    """CONTRIBUTING.md's floor of every module of course_utils (``checks`` and ``diagrams``
+    stand for their packages)."""
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    table = text[text.index("## House rules"):text.index("**Doors and cores.**")]
+    return {module: int(floor) for floor, modules in FLOOR_ROW_RE.findall(table)
+            for module in re.findall(r"`(\w+)`", modules)}
+
+
+def package_imports() -> dict[str, set[str]]:
+    """The course_utils modules each module of the package imports, in functions too."""
+    imports: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "course_utils").rglob("*.py")):
+        parts = path.relative_to(ROOT / "course_utils").with_suffix("").parts
+        if parts == ("__init__",):
+            continue
+        unit = imports.setdefault(parts[0], set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for name in names:
+                if name.startswith("course_utils."):
+                    unit.add(name.split(".")[1])
+                elif name == "course_utils" and isinstance(node, ast.ImportFrom):
+                    unit.update(a.name for a in node.names)
+        unit.discard(parts[0])
+    return imports
+
+
+def house_rule_breaks(floors: dict[str, int], imports: dict[str, set[str]]) -> list[str]:
+    breaks = [f"{module} is not on CONTRIBUTING.md's floors" for module in imports
+              if module not in floors]
+    for module, used in sorted(imports.items()):
+        for other in sorted(used):
+            if other in floors and floors[other] > floors.get(module, 0):
+                breaks.append(f"{module} (floor {floors.get(module)}) imports {other} "
+                              f"(floor {floors[other]})")
+    return breaks
+
+
+def test_every_import_follows_the_house_rules():
+    floors = house_floors()
+    assert floors["validation"] == 1 and floors["checks"] == 6
+    assert house_rule_breaks(floors, package_imports()) == []
+    planted = {"plotting": {"layers"}, "tiled": {"checks"}, "brand_new": set()}
+    assert house_rule_breaks(floors, planted) == [
+        "brand_new is not on CONTRIBUTING.md's floors",
+        "plotting (floor 2) imports layers (floor 5)", "tiled (floor 4) imports checks (floor 6)"]

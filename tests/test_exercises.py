@@ -1,4 +1,4 @@
-"""The exercises of every notebook (issue 18, CONTRIBUTING.md "Exercises and their checkers").
+"""The exercises of every notebook (CONTRIBUTING.md, "Exercises and their checkers").
 
 Each exercise is a heading ``### Exercise N (kind): title`` and its statement, a stub code cell
 that calls its checker (``nbNN.check_name(...)``), and three collapsed blocks in this order:

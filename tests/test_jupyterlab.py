@@ -24,8 +24,10 @@ from conftest import CHROMIUM, needs_browser
 from playwright.sync_api import Page, expect, sync_playwright
 from tornado.websocket import websocket_connect
 
+from notebooks import notebook_paths
+
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = [path.name for path in notebook_paths()]
 START = ROOT / "notebooks" / "00_start_here.ipynb"
 
 

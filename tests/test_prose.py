@@ -1,4 +1,5 @@
-"""Prose lints on every notebook (issue 17): what renders wrong or reads badly in JupyterLab.
+"""Prose lints on every notebook (CONTRIBUTING.md, "Course-wide tests"): what renders wrong or
+reads badly in JupyterLab.
 
 - a line right after a `>` box line is pulled into the box (Markdown's lazy continuation);
 - code lines over 100 characters scroll sideways: ruff's E501 covers code cells (pyproject.toml),

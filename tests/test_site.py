@@ -18,8 +18,11 @@ import pytest
 from conftest import CHROMIUM, needs_browser
 from playwright.sync_api import Page, sync_playwright
 
+from notebooks import notebook_paths, repository_url
+
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = [path.stem for path in notebook_paths()]
+REPOSITORY = repository_url().removeprefix("https://github.com/")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = ROOT / "build" / "site-screenshots"
@@ -56,8 +59,8 @@ def test_site_has_every_page_and_nothing_from_the_network(site: Path) -> None:
         others = [other for other in NOTEBOOKS if other != name]  # its own entry links to "#"
         assert [p for p in dict.fromkeys(sidebar) if p in NOTEBOOKS] == others, name
         assert f"_sources/{name}.ipynb" in html and (site / "_sources" / f"{name}.ipynb").exists()
-        assert f"colab.research.google.com/github/transformer-math/transformer-math/blob/main/" \
-               f"notebooks/{name}.ipynb" in html
+        assert f"colab.research.google.com/github/{REPOSITORY}/blob/main/notebooks/{name}.ipynb" \
+            in html
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):

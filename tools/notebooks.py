@@ -244,15 +244,21 @@ def check_mean(func: Callable[[np.ndarray], float]) -> CheckResult:
         Case((np.array([-2.0, 2.0]),), "entries that cancel: [-2, 2] -> 0.0"),
         Case((np.array([]),), "an empty array has no mean", raises=ValueError),
     ]
-    return check_function(func, cases=cases, reference=_mean, name="mean")
+    mistakes = {"it divides by n - 1 (the sample variance's count), not by n":
+                lambda x: float(np.sum(x) / (len(x) - 1))}
+    return check_function(func, cases=cases, reference=_mean, name="mean", mistakes=mistakes)
 
 
 @exercise("predict")
-def check_sum_to_1000(answer: float) -> CheckResult:
+def check_sum_to_1000(answer: float, *, show_answer: bool = False) -> CheckResult:
     \"\"\"``answer`` must be 1 + 2 + ... + 1000 = 500500, exactly.\"\"\"
     return check_number(answer, 500500, name="sum_to_1000", label="1 + 2 + ... + 1000",
                         rtol=0.0, explanation="500 pairs (1 + 1000, 2 + 999, ...) of 1001 each: "
-                        "1000 * 1001 / 2 = 500500")
+                        "1000 * 1001 / 2 = 500500", show_answer=show_answer,
+                        hint="pair the first number with the last, the second with the one "
+                             "before the last: how many pairs, and what is each pair's sum?",
+                        mistakes={500000: "that is 1000² / 2: the pairs sum to 1001, not 1000",
+                                  501501: "that is the sum up to 1001, one number too many"})
 
 
 def _sum_of_squares(n: int) -> int:
@@ -287,15 +293,16 @@ ROWS = [
     *right(nbNN.check_mean, worked=mean),
     *wrong(
         nbNN.check_mean,
-        divides_by_n_minus_1=(lambda x: np.sum(x) / (len(x) - 1), "expected 3.0, got 4.0"),
+        divides_by_n_minus_1=(lambda x: np.sum(x) / (len(x) - 1), "it divides by n - 1"),
         median=(np.median, "expected 3.0, got 2.5"),
         no_empty_check=(np.mean, "should raise ValueError, returned nan"),
     ),
     *right(nbNN.check_sum_to_1000, worked=500500),
     *wrong(
         nbNN.check_sum_to_1000,
-        n_squared_over_2=(1000**2 // 2, "expected about 500,500"),
-        one_too_many=(1001 * 1002 // 2, "got 501,501"),
+        n_squared_over_2=(1000**2 // 2, "that is 1000² / 2"),
+        one_too_many=(1001 * 1002 // 2, "one number too many"),
+        far_off=(1000, "1000 is too low: pair the first number with the last"),
     ),
     *right(nbNN.check_sum_of_squares, worked=lambda n: n * (n + 1) * (2 * n + 1) // 6),
     *wrong(

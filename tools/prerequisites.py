@@ -31,6 +31,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from notebooks import notebook_paths  # tools/notebooks.py, beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 REGISTRY = NOTEBOOKS / "concepts.toml"
@@ -172,9 +174,9 @@ def read_notebook(number: str, name: str, nb: dict) -> Notebook:
     return Notebook(number, name, tuple(cells), tuple(headings))
 
 
-def load_notebooks(folder: Path = NOTEBOOKS) -> dict[str, Notebook]:
+def load_notebooks() -> dict[str, Notebook]:
     notebooks = {}
-    for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+    for path in notebook_paths():
         with open(path, encoding="utf-8") as f:
             notebooks[path.name[:2]] = read_notebook(path.name[:2], path.name, json.load(f))
     return notebooks

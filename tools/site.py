@@ -20,17 +20,15 @@ import sys
 import time
 from pathlib import Path
 
+from notebooks import notebook_paths, repository_url  # tools/notebooks.py, beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
-REPOSITORY = "https://github.com/transformer-math/transformer-math"
+REPOSITORY = repository_url()
 BADGE_URL = "https://colab.research.google.com/assets/colab-badge.svg"
 BADGE = "colab-badge.svg"
 MATHJAX = ROOT / "site" / "node_modules" / "mathjax" / "es5"
 LINK = re.compile(r"\]\((?!https?://|#|mailto:)(<[^>]+>|(?:[^()\s]|\([^()\s]*\))+)\)")
 MATH = re.compile(r"\$[^$]*\$")
-
-
-def notebooks() -> list[Path]:
-    return sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 def rewrite_links(text: str, pages: set[str], prefix: str) -> str:
@@ -68,13 +66,13 @@ def stage(src: Path) -> None:
     if not (MATHJAX / "tex-mml-chtml.js").exists():
         sys.exit(f"MathJax is missing at {MATHJAX}: run `make site` (it installs it with npm)")
     shutil.copytree(MATHJAX, src / "_static" / "mathjax")
-    pages = [path.name for path in notebooks()]
+    pages = [path.name for path in notebook_paths()]
     glossary = ROOT / "notebooks" / "glossary.md"
     if glossary.exists():
         pages.append(glossary.name)
         text = rewrite_links(glossary.read_text(), set(pages), "notebooks")
         (src / glossary.name).write_text(text)
-    for path in notebooks():
+    for path in notebook_paths():
         nb = json.loads(path.read_text())
         for cell in nb["cells"]:
             if cell["cell_type"] == "markdown":

@@ -81,8 +81,11 @@ class _Cache(ABC):
         """The number of positions seen so far (the position of the next token)."""
         return self._lengths[-1]
 
-    def _room(self, layer: int) -> int | None:
+    def room(self, layer: int) -> int | None:
         """How many more positions layer ``layer`` can take (None: no limit)."""
+        return self._room(check_int(layer, "layer", minimum=0, maximum=self.n_layers - 1))
+
+    def _room(self, layer: int) -> int | None:
         return None
 
     def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -155,7 +158,7 @@ class KVCache(_Cache):
     def _room(self, layer: int) -> int | None:
         return None if self.max_len is None else self.max_len - self._lengths[layer]
 
-    def _branch(self) -> KVCache:
+    def branch(self) -> KVCache:
         """A grown cache that shares this one's tensors (no copy): the model extends the branch
         and leaves this cache as it was."""
         twin = copy.copy(self)

@@ -342,7 +342,7 @@ class DecoderLM(nn.Module):
         if window is not None and (c.sliding_window is None or window < c.sliding_window):
             raise ValueError(f"cache is a rolling buffer of {window} positions, the model looks "
                              f"back {c.sliding_window or 'at every'} positions")
-        room = cache._room(0)
+        room = cache.room(0)
         if room is not None and n_new > room:
             raise ValueError(f"cache has room for {room} more positions, ids has {n_new}")
         return cache.length
@@ -361,7 +361,7 @@ class DecoderLM(nn.Module):
             cache = KVCache(c.n_layers, ids.shape[0], c.n_kv_heads, c.head_dim,
                             dtype=weight.dtype, device=weight.device)
         elif isinstance(cache, KVCache) and cache.grows:
-            cache = cache._branch()  # leaves the caller's cache as it was
+            cache = cache.branch()  # leaves the caller's cache as it was
         start, n_new = cache.length, ids.shape[1]
         columns = torch.arange(start, start + n_new, device=ids.device)
         if position_ids is not None:

@@ -542,6 +542,8 @@ ROWS = [
     *ints(kv_cache.PagedKVCache, {**CACHE_DIMS, "n_blocks": 4, "block_size": 2},
           [*CACHE_DIMS, "n_blocks", "block_size"]),
     Row(kv_cache.KVCache.update, _cache_update, "layer", np.int64(1), 1.0, 2),
+    Row(kv_cache.KVCache.room, lambda: {"self": kv_cache.KVCache(**CACHE_DIMS, max_len=8),
+                                        "layer": 0}, "layer", np.int64(1), 1.0, 2),
 ]
 
 
@@ -1048,7 +1050,7 @@ EXEMPT = {
         "env.in_colab", "env.cuda_capability", "env.environment_report",
         "env.print_environment_report", "plotting.style", "plotting.use_course_style",
         "autograd.Value.exp", "autograd.Value.log", "autograd.Value.tanh", "autograd.Value.relu",
-        "autograd.Value.backward", "training.ProgressBar.close")},
+        "autograd.Value.backward", "training.ProgressBar.close", "kv_cache.KVCache.branch")},
     **{name: "a record the package returns, not an entry point" for name in (
         "autograd.Graph", "autograd.GraphEdge", "autograd.GraphNode", "data.Batch",
         "linalg.PowerIterationResult", "language_model.SpeculativeStats")},

@@ -118,6 +118,35 @@ def test_the_scan_sees_matmul_in_a_nested_function_and_a_lambda():
     assert scan(outer).readable and not scan(namespace["unread"]).readable
 
 
+@np.vectorize
+def _one_position(p):  # the learner's helper, wrapped in a library object
+    return float(p) ** 0.5
+
+
+def by_vectorized_helper(positions):
+    return _one_position(positions)
+
+
+def test_a_helper_wrapped_in_a_library_object_is_seen_by_the_wrapper_s_name():
+    rule = Rule("no Python loop", names={"vectorize"}, loops=True)
+    assert broken(by_vectorized_helper, rule) == "it calls vectorize: the rule is no Python loop"
+
+
+def test_the_learner_s_own_variables_are_not_library_calls():
+    def by_rows(a, b):
+        inner = a.shape[1]  # a variable may share a library function's name
+        dot = [sum(a[i, p] * b[p] for p in range(inner)) for i in range(a.shape[0])]
+        return np.array(dot)
+
+    def imports_inside(a, b):
+        from numpy import dot as product
+        return product(a, b)
+
+    rule = Rule("row by row", names={"inner", "dot"})
+    assert broken(by_rows, rule) is None
+    assert broken(imports_inside, rule) == "it calls dot: the rule is row by row"
+
+
 def test_a_shortcut_is_a_note_never_a_verdict():
     assert shortcut(by_attribute, ["searchsorted"]) == (
         "passes; it calls searchsorted, and the exercise is to write that step yourself")

@@ -122,10 +122,18 @@ def scan(func: Callable) -> Scan:
             readable = False
             used = _code_names(code)
         else:
-            used = set()
+            used, bound = set(), set()
             for node in ast.walk(tree):
                 if isinstance(node, ast.Name):
-                    used.add(node.id)
+                    (used if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+                elif isinstance(node, ast.arg):
+                    bound.add(node.arg)
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    bound.add(node.name)
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):  # an import inside it
+                    names.update(alias.name.split(".")[-1] for alias in node.names)
+                    bound.update((alias.asname or alias.name).split(".")[0]
+                                 for alias in node.names)
                 elif isinstance(node, ast.Attribute):
                     names.add(node.attr)
                 elif isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(
@@ -133,6 +141,7 @@ def scan(func: Callable) -> Scan:
                     matmul = True
                 elif type(node) in _LOOP_NODES:
                     loops.append(_LOOP_NODES[type(node)])
+            used -= bound  # its own variables, arguments and nested functions
         for name in used:
             value = scope.get(name)
             if _is_learners(value, module):
@@ -142,6 +151,8 @@ def scan(func: Callable) -> Scan:
             library = _library_name(value) if value is not None else None
             if library:
                 names.add(library)
+            if callable(value) and not inspect.isroutine(value) and not inspect.isclass(value):
+                names.add(type(value).__name__)  # a wrapper object: np.vectorize(helper)
     return Scan(frozenset(names), tuple(loops), matmul, readable)
 
 

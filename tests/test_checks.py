@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.checks import predict
 from course_utils.checks import (
     Case,
     CheckResult,
@@ -16,6 +15,7 @@ from course_utils.checks import (
     check_function,
     check_number,
     compare,
+    predict,
 )
 from course_utils.checks.rules import Rule
 

@@ -33,8 +33,9 @@ ROWS = [
            sum_of_squares=unit_vector_by_sum_of_squares),
     *wrong(
         nb00.check_unit_vector,
-        divides_by_sum=(lambda v: v / v.sum(),
-                        "expected [0.6, 0.8], got [0.42857143, 0.57142857]"),
+        divides_by_sum=(lambda v: v / v.sum(), "it divides by the sum of the entries, not by "
+                        "the length; values differ: expected [0.6, 0.8], got [0.42857143, "
+                        "0.57142857]"),
         l1_norm=(lambda v: unit_vector(v) * np.linalg.norm(v) / np.abs(v).sum(),
                  "the worst at [1]: expected 0.8, got 0.5714285714285714"),
         no_zero_check=(lambda v: v / np.linalg.norm(v),

@@ -10,7 +10,7 @@ from course_utils.linalg import broadcast_shape
 np_broadcast_shapes = np.broadcast_shapes  # imported under another name
 
 
-def mean_pool_by_loop(x, lengths):  # right numbers, one sequence at a time
+def mean_pool_by_loop(x, lengths):  # one sequence at a time: a debug exercise, no rule
     means = []
     for sequence, length in zip(x, lengths, strict=True):
         means.append(sequence[:length].mean(axis=0))
@@ -28,7 +28,7 @@ def require_lengths(x, lengths):
         raise ValueError(f"lengths must lie in 1..{x.shape[1]}, got {lengths}")
 
 
-def broadcast_shape_by_arrays(shape_a, shape_b):  # right numbers, but builds arrays
+def broadcast_shape_by_arrays(shape_a, shape_b):  # builds arrays: fails the axes of 2**50
     return (np.zeros(shape_a) + np.zeros(shape_b)).shape
 
 
@@ -53,6 +53,30 @@ def broadcast_shape_by_padding(shape_a, shape_b):
             raise ValueError(f"{size_a} against {size_b}")
         result.append(size_a if size_b == 1 else size_b)
     return tuple(result)
+
+
+def broadcast_shapes(shape_a, shape_b):  # the learner's own helper, under NumPy's name
+    return broadcast_shape_by_padding(shape_a, shape_b)
+
+
+def broadcast_shape_by_own_helper(shape_a, shape_b):
+    return broadcast_shapes(shape_a, shape_b)
+
+
+def broadcast_shape_by_numpy(shape_a, shape_b):
+    return np.broadcast_shapes(shape_a, shape_b)
+
+
+def broadcast_shape_by_alias(shape_a, shape_b):
+    return np_broadcast_shapes(shape_a, shape_b)
+
+
+def broadcast_shape_by_torch(shape_a, shape_b):
+    return tuple(torch.broadcast_shapes(shape_a, shape_b))
+
+
+def broadcast_shape_by_broadcast_to(shape_a, shape_b):
+    return np.broadcast_to(np.zeros(shape_b), shape_a).shape
 
 
 def broadcast_shape_with_max(shape_a, shape_b):  # max(0, 1) is 1, but a 1 stretches to 0
@@ -85,28 +109,26 @@ ROWS = [
         no_length_check=(lambda x, n: require_3d(x) or x[np.arange(len(x)), n - 1],
                          "length 0 has no last token: should raise ValueError, returned array"),
     ),
-    *right(nb01.check_broadcast_shape, padding=broadcast_shape_by_padding),
+    *right(nb01.check_broadcast_shape, padding=broadcast_shape_by_padding,
+           own_helper_named_broadcast_shapes=broadcast_shape_by_own_helper),
     *wrong(
         nb01.check_broadcast_shape,
         left_aligned=(broadcast_shape_left_aligned, "should raise ValueError, returned (2, 3)"),
         max_of_sizes=(broadcast_shape_with_max, "item 1: values differ: expected 0, got 1"),
         as_list=(lambda a, b: list(broadcast_shape_by_padding(a, b)),
                  "expected a tuple of 3 items, got list [32, 128, 768]"),
-        # the rule: no ready-made helper, however imported, and no arrays of those shapes
-        numpy_helper=(lambda a, b: np.broadcast_shapes(a, b),
-                      "it calls np.broadcast_shapes: the rule is to apply the three rules"),
-        numpy_helper_imported=(lambda a, b: np_broadcast_shapes(a, b),
-                               "it calls np.broadcast_shapes"),
-        course_utils_helper=(broadcast_shape, "it calls linalg.broadcast_shape"),
-        torch_helper=(lambda a, b: tuple(torch.broadcast_shapes(a, b)),
-                      "it calls torch.broadcast_shapes"),
-        broadcast_to=(lambda a, b: np.broadcast_to(np.zeros(b), a).shape,
-                      "it calls np.broadcast_to"),
-        builds_arrays=(broadcast_shape_by_arrays,
-                       "it builds arrays of these shapes (MemoryError): the rule is to work on "
-                       "the shape tuples only"),
-        strided_arrays=(broadcast_shape_by_strided_arrays,
-                        "it builds arrays of these shapes (broadcast dimensions too large)"),
+        # the rule, read from the code: no ready-made helper, however imported
+        numpy_helper=(broadcast_shape_by_numpy, "the rule: it calls broadcast_shapes: the rule "
+                      "is to apply the three rules to the tuples yourself"),
+        numpy_helper_imported=(broadcast_shape_by_alias, "it calls broadcast_shapes"),
+        course_utils_helper=(broadcast_shape, "it calls broadcast_shape"),
+        torch_helper=(broadcast_shape_by_torch, "it calls broadcast_shapes"),
+        broadcast_to=(broadcast_shape_by_broadcast_to, "it calls broadcast_to"),
+        # arrays of those shapes fail on the numbers: no memory holds axes of 2**50
+        builds_arrays=(broadcast_shape_by_arrays, "sizes of 2**50: only tuples, no arrays, can "
+                       "hold them: raised MemoryError"),
+        strided_arrays=(broadcast_shape_by_strided_arrays, "sizes of 2**50: only tuples, no "
+                        "arrays, can hold them: raised ValueError: broadcast dimensions too large"),
     ),
     *right(nb01.check_broadcast_memory, exact=1000 * 1000 * 768 * 4 / 2**20, rounded=2930,
            in_gib_times_1024=2.86 * 1024),
@@ -117,23 +139,20 @@ ROWS = [
         float64=(5859.4, "that is float64"),
         numbers=(732.4, "that counts numbers, not bytes"),
         one_input=(2.93, "one (1000, 768) array"),
-        no_d_model=(3.8, "keeps the d_model axis"),
+        no_d_model=(3.8, "drops the d_model axis"),
         megabytes=(3072.0, "that is MB (10**6 bytes)"),
-        rounded_up=(3000.0, "expected about 2929.69 (within 1%), got 3000"),
-        far_off=(100.0, "expected about 2929.69 (within 1%), got 100"),
+        rounded_up=(3000.0, "3000 is too high: write down the shape the two operands broadcast"),
+        far_off=(100.0, "100 is too low: write down the shape"),
         not_a_number=("3 GB", "expected a number, got str"),
     ),
     *right(nb01.check_mean_pool,
            worked=lambda x, n: (x * (np.arange(x.shape[1])[None, :] < n[:, None])[:, :, None]
-                                ).sum(axis=1) / n[:, None]),
+                                ).sum(axis=1) / n[:, None],
+           loop=mean_pool_by_loop),  # the task says no loop; a debug checker judges the numbers
     *wrong(
         nb01.check_mean_pool,
-        loop_over_batch=(lambda x, n: np.stack([x[b, :k].mean(axis=0) for b, k in enumerate(n)]),
-                         "a batch of 100 sequences, without a Python loop over them: it loops "
-                         "over the batch in Python"),
-        loop_statement=(mean_pool_by_loop, "no Python loop over the batch"),
         as_given=(lambda x, n: (x * (np.arange(x.shape[1]) < n)).sum(axis=1) / n,
-                  "(2, 4, 3), lengths [4, 2]: batch, seq and d differ: raised ValueError"),
+                  "[19.5, 20.5, 21.5]]: still the bug: the mask and the lengths do not line up"),
         mask_not_stretched=(
             lambda x, n: (x * (np.arange(x.shape[1])[None, :] < n[:, None])).sum(axis=1)
             / n[:, None], "(2, 4, 3), lengths [4, 2]: batch, seq and d differ: raised ValueError"),
@@ -141,8 +160,8 @@ ROWS = [
             :, :, None]).sum(axis=1) / x.shape[1], "values differ"),
         padding_included=(lambda x, n: x.sum(axis=1) / n[:, None],
                           "lengths [3, 1, 2] -> [[3, 4, 5], [9, 10, 11], [19.5, 20.5, 21.5]]: "
-                          "values differ"),
-        plain_mean=(lambda x, n: x.mean(axis=1), "values differ"),
+                          "it averages the padding too; values differ"),
+        plain_mean=(lambda x, n: x.mean(axis=1), "it takes the plain mean over all seq positions"),
     ),
 ]
 

@@ -21,20 +21,6 @@ def matmul(a, b, dtype=None):
     return c
 
 
-def matmul_row_times_column(a, b):
-    require_inner(a, b)
-    c = np.zeros((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
-    for i in range(a.shape[0]):
-        for j in range(b.shape[1]):
-            c[i, j] = np.sum(a[i, :] * b[:, j])
-    return c
-
-
-def matmul_by_loops_of_dots(a, b):
-    require_inner(a, b)
-    return np.array([[a[i] @ b[:, j] for j in range(b.shape[1])] for i in range(a.shape[0])])
-
-
 def matmul_index_swapped(a, b):  # b[j, p] for b[p, j]
     require_inner(a, b)
     rows, cols, inner = a.shape[0], b.shape[1], a.shape[1]
@@ -51,10 +37,12 @@ def matmul_rows(a, b):
     return c
 
 
-def matmul_rows_broadcast(a, b):
-    require_inner(a, b)
-    rows = [(a[i][:, None] * b).sum(axis=0) for i in range(a.shape[0])]
-    return np.array(rows, dtype=np.result_type(a, b)).reshape(a.shape[0], b.shape[1])
+def matmul_rows_sized(a, b):  # a variable named `inner`, the inner size: np.inner is not listed
+    inner = a.shape[1]
+    if inner != b.shape[0]:
+        raise ValueError(f"inner sizes differ: {a.shape} @ {b.shape}")
+    rows = [sum(a[i, r] * b[r] for r in range(inner)) for i in range(a.shape[0])]
+    return np.stack(rows).astype(np.result_type(a, b))
 
 
 def matmul_rows_weights_from_column(a, b):  # a[p, i] for a[i, p]
@@ -66,48 +54,56 @@ def matmul_rows_weights_from_column(a, b):  # a[p, i] for a[i, p]
     return c
 
 
-def matmul_columns(a, b):  # right numbers, one column of the product at a time
+def matmul_columns(a, b):  # one column of the product at a time: the scan cannot see it
     require_inner(a, b)
     cols = [(a * b[:, j]).sum(axis=1) for j in range(b.shape[1])]
     return np.stack(cols, axis=1).astype(np.result_type(a, b))
 
 
-def matmul_columns_of_transpose(a, b):  # the same loop over the columns, written as rows of b.T
+def matmul_rows_zipped(a, b):  # rows of b by iteration, np.array at the end
     require_inner(a, b)
-    return np.stack([(a * col).sum(axis=1) for col in b.T], axis=1).astype(np.result_type(a, b))
+    rows = [sum(w * row for w, row in zip(weights, b, strict=True)) for weights in a]
+    return np.array(rows, dtype=np.result_type(a, b))
 
 
-def matmul_of_plain_arrays(a, b):  # right numbers; strips the checker's watching array
+def dot(weights, rows):  # the learner's own helper, under NumPy's name: exempt by where it is
+    return sum(w * row for w, row in zip(weights, rows, strict=True))
+
+
+def matmul_rows_by_own_dot(a, b):
+    require_inner(a, b)
+    return np.stack([dot(weights, b) for weights in a]).astype(np.result_type(a, b))
+
+
+# the rule's rows: the right numbers, by a ready-made product
+def matmul_by_operator(a, b):
+    require_inner(a, b)
+    return a @ b
+
+
+def matmul_by_np_dot(a, b):
+    require_inner(a, b)
+    return np.dot(a, b)
+
+
+def matmul_by_einsum(a, b):
+    require_inner(a, b)
+    return np.einsum("ik,kj->ij", a, b)
+
+
+def matmul_row_at_once_by_operator(a, b):
+    require_inner(a, b)
+    return np.array([a[i] @ b for i in range(len(a))])
+
+
+def matmul_of_plain_arrays(a, b):
     require_inner(a, b)
     return np.asarray(a) @ np.asarray(b)
 
 
-def matmul_broadcast_of_views(a, b):  # right numbers, all rows at once, on plain views
+def matmul_by_method(a, b):
     require_inner(a, b)
-    a, b = a.view(np.ndarray), b.view(np.ndarray)
-    return (a[:, :, None] * b[None]).sum(axis=1).astype(np.result_type(a, b))
-
-
-def matmul_columns_of_a_copy(a, b):  # right numbers, a column loop on plain copies
-    require_inner(a, b)
-    a, b = np.array(a), np.array(b)
-    c = np.zeros((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
-    for i in range(a.shape[0]):
-        for j in range(b.shape[1]):
-            c[i, j] = (a[i] * b[:, j]).sum()
-    return c
-
-
-def matmul_broadcast_of_copies(a, b):  # right numbers, all rows at once, on copies made by a ufunc
-    require_inner(a, b)
-    a, b = a + 0, b + 0
-    return (a[:, :, None] * b[None]).sum(axis=1).astype(np.result_type(a, b))
-
-
-def matmul_rows_zipped(a, b):  # the rule kept: rows of b by iteration, np.array at the end
-    require_inner(a, b)
-    rows = [sum(w * row for w, row in zip(weights, b, strict=True)) for weights in a]
-    return np.array(rows, dtype=np.result_type(a, b))
+    return a.dot(b)
 
 
 def similarity_matrix(e, axis=1):
@@ -145,42 +141,28 @@ def batched_scores_axis_in_front(q, k):  # the new axis at the front: batch meet
 
 
 ROWS = [
-    *right(nb02.check_matmul_rows, worked=matmul_rows, zipped=matmul_rows_zipped),
+    *right(nb02.check_matmul_rows, worked=matmul_rows, zipped=matmul_rows_zipped,
+           own_helper_named_dot=matmul_rows_by_own_dot, variable_named_inner=matmul_rows_sized,
+           # not the exercise's route, but the scan reads names and `@`, not how rows are built
+           entry_by_entry=matmul, by_columns=matmul_columns),
     *wrong(
         nb02.check_matmul_rows,
-        # the loophole of the old exercise: right numbers, all rows at once
-        all_at_once=(lambda a, b: require_inner(a, b) or (a[:, :, None] * b[None]).sum(axis=1)
-                     .astype(np.result_type(a, b)),
-                     "numbers at once, more than one row of b"),
-        # a row of the product at once, but all of b (k n numbers) in one multiplication
-        all_of_b_at_once=(matmul_rows_broadcast, "the rule is one weight times one row of b, n "
-                          "numbers, per multiplication"),
-        triple_loop=(matmul, "it reads the inputs entry by entry or column by column"),
-        row_times_column=(matmul_row_times_column, "no loop over the columns of b"),
-        column_loop=(matmul_columns, "(6, 2) @ (2, 3): many rows: it reads a whole column "
-                     "(b[:, j], or a loop over b.T): the rule is no loop over the columns of b"),
-        column_loop_over_transpose=(matmul_columns_of_transpose, "(2, 3) @ (3, 4): it reads a "
-                                    "whole column"),
-        uses_the_operator=(lambda a, b: require_inner(a, b) or a @ b,
-                           "it uses a ready-made product (`@`, np.dot, np.matmul, np.einsum or "
-                           "the like): the rule is to build each row of the product yourself"),
-        uses_np_dot=(lambda a, b: require_inner(a, b) or np.dot(a, b), "ready-made product"),
-        uses_einsum=(lambda a, b: require_inner(a, b) or np.einsum("ik,kj->ij", a, b),
-                     "ready-made product"),
-        row_at_once_by_matmul=(lambda a, b: require_inner(a, b) or np.array(
-            [a[i] @ b for i in range(len(a))]), "ready-made product"),
-        operator_on_plain_arrays=(matmul_of_plain_arrays, "it uses a ready-made product"),
-        broadcast_on_plain_views=(matmul_broadcast_of_views,
-                                  "it turns the inputs into plain arrays (view)"),
-        column_loop_on_copies=(matmul_columns_of_a_copy, "(2, 3) @ (3, 4): it works on a plain "
-                               "copy of b, out of the checker's sight (np.array(b), np.copy(b) "
-                               "or b + 0 makes one): the checker saw 0 of the m k = 6"),
-        broadcast_on_copies=(matmul_broadcast_of_copies, "it works on a plain copy of b"),
+        # the rule, read from the code: no `@` and no ready-made product
+        uses_the_operator=(matmul_by_operator, "the rule: it multiplies with @: the rule is to "
+                           "build each row yourself, a weighted sum of the rows of b"),
+        uses_np_dot=(matmul_by_np_dot, "the rule: it calls dot"),
+        uses_einsum=(matmul_by_einsum, "the rule: it calls einsum"),
+        row_at_once_by_matmul=(matmul_row_at_once_by_operator, "it multiplies with @"),
+        operator_on_plain_arrays=(matmul_of_plain_arrays, "it multiplies with @"),
+        uses_the_method=(matmul_by_method, "the rule: it calls dot"),
         float_result=(lambda a, b: matmul_rows(a, b).astype(np.float64),
                       "integers out: dtype: expected int64, got float64"),
-        weights_from_a_column=(matmul_rows_weights_from_column, "values differ"),
+        weights_from_a_column=(matmul_rows_weights_from_column, "integers in, integers out: it "
+                               "takes the weights of row i from column i of a"),
+        index_swapped=(matmul_index_swapped, "integers in, integers out: values differ: expected "
+                       "[[19, 22], [43, 50]], got [[17, 23], [39, 53]]"),  # b[j, p] for b[p, j]
         no_size_check=(lambda a, b: matmul_rows(a[:, : b.shape[0]], b),
-                       "(2, 3) @ (2, 3) must fail: should raise ValueError"),
+                       "(2, 3) @ (2, 3) fails: should raise ValueError"),
     ),
     *right(nb02.check_projection_to_score_ratio, exact=3.0, from_counts=4.83e9 / 1.61e9),
     *wrong(
@@ -188,8 +170,8 @@ ROWS = [
         upside_down=(1 / 3, "upside down"),
         one_head=(36.0, "the scores of one head only"),
         one_projection=(0.75, "counts one projection"),
-        with_weights_times_values=(1.5, "adds the weights times V to the scores"),
-        far_off=(10.0, "expected about 3 (within 5%), got 10"),
+        with_weights_times_values=(1.5, "adds the weights times V"),
+        far_off=(10.0, "10 is too high: write both counts with 2 m n k"),
     ),
     *right(nb02.check_similarity_matrix, worked=similarity_matrix,
            by_loops=lambda e: similarity_matrix(e) if not np.all(
@@ -198,12 +180,14 @@ ROWS = [
     *wrong(
         nb02.check_similarity_matrix,
         as_given=(lambda e: (e / np.linalg.norm(e, axis=0)) @ (e / np.linalg.norm(e, axis=0)).T,
-                  "[[3, 4], [1, 0]] -> [[1, 0.6], [0.6, 1]]: values differ"),
+                  "[[3, 4], [1, 0]] -> [[1, 0.6], [0.6, 1]]: still the bug: it divides by the "
+                  "lengths of the columns (axis=0)"),
         norms_not_stretched=(lambda e: (e / np.linalg.norm(e, axis=1))
                              @ (e / np.linalg.norm(e, axis=1)).T,
-                             "section 5's four words (4, 4): king . queen 0.986: values differ"),
-        no_normalising=(lambda e: e @ e.T, "[[3, 4], [1, 0]] -> [[1, 0.6], [0.6, 1]]: values "
-                        "differ"),
+                             "section 5's four words (4, 4): king . queen 0.986: it divides "
+                             "column j by the length of row j"),
+        no_normalising=(lambda e: e @ e.T, "[[3, 4], [1, 0]] -> [[1, 0.6], [0.6, 1]]: it does "
+                        "not normalise"),
         columns_compared=(lambda e: similarity_matrix(e.T), "shape: expected (3, 3), got (5, 5)"),
     ),
     *right(nb02.check_batched_scores, worked=batched_scores,
@@ -230,11 +214,12 @@ ROWS = [
                          "keys shared by 3 heads: (2, 3, 4, 8) and (2, 6, 8) -> (2, 3, 4, 6): "
                          "raised ValueError"),
         same_count_trap=(batched_scores_unshared, "3 heads and 3 sequences: sequence b's keys "
-                         "for every head of sequence b: values differ"),
+                         "for every head of sequence b: it lines the keys' sequences up with the "
+                         "heads"),
         new_axis_in_front=(batched_scores_axis_in_front, "3 heads and 3 sequences: sequence b's "
-                           "keys for every head of sequence b: values differ"),
+                           "keys for every head of sequence b: it lines the keys' sequences up"),
         scaled=(lambda q, k: batched_scores(q, k) / np.sqrt(q.shape[-1]),
-                "the worst at [1, 0, 2]: expected 21.0, got 14.849242404917497"),
+                "it divides by sqrt(d_k)"),
     ),
 ]
 

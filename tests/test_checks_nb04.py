@@ -5,6 +5,7 @@ import bisect
 import numpy as np
 import torch
 from checker_table import right, table_test, wrong
+from numpy import searchsorted as find_interval
 
 from course_utils.checks import nb04
 from course_utils.stats import standardize
@@ -67,17 +68,17 @@ def sample_left_boundary(probs, u):  # u on a boundary goes to the left category
     return np.minimum(below, len(probs) - 1)
 
 
-def sample_by_searchsorted(probs, u):
+def sample_by_searchsorted(probs, u):  # the rule-breakers below get the numbers right
     cdf = np.cumsum(probs)
     return np.minimum(np.searchsorted(cdf, u, side="right"), len(probs) - 1)
 
 
-def sample_by_plain_searchsorted(probs, u):  # np.asarray drops the checker's wrapper
+def sample_by_plain_searchsorted(probs, u):
     cdf = np.asarray(probs).cumsum()
     return np.minimum(np.searchsorted(cdf, np.asarray(u), side="right"), len(probs) - 1)
 
 
-def sample_by_bucketize(probs, u):  # torch's interval search: a rule-breaker with right numbers
+def sample_by_bucketize(probs, u):  # torch's interval search
     cdf = torch.from_numpy(np.asarray(probs).cumsum())
     found = torch.bucketize(torch.from_numpy(np.asarray(u)), cdf, right=True)
     return np.minimum(found.numpy(), len(probs) - 1)
@@ -87,6 +88,47 @@ def sample_by_torch_searchsorted(probs, u):
     cdf = torch.from_numpy(np.asarray(probs).cumsum())
     found = torch.searchsorted(cdf, torch.from_numpy(np.asarray(u)), right=True)
     return np.minimum(found.numpy(), len(probs) - 1)
+
+
+def sample_by_aliased_search(probs, u):  # an alias: the scan sees the object behind the name
+    return np.minimum(find_interval(np.cumsum(probs), u, side="right"), len(probs) - 1)
+
+
+def sample_by_digitize(probs, u):
+    return np.minimum(np.digitize(u, np.cumsum(probs), right=False), len(probs) - 1)
+
+
+def sample_by_helper_that_searches(probs, u):  # the learner's helper is scanned too
+    return np.minimum(_search(np.cumsum(probs), u), len(probs) - 1)
+
+
+def _search(totals, u):
+    return np.searchsorted(totals, u, side="right")
+
+
+def sample_by_map(probs, u):  # a loop hidden in map
+    cdf = np.cumsum(probs)
+    return np.array(list(map(lambda x: min(int((cdf <= x).sum()), len(cdf) - 1), u)))
+
+
+def sample_by_vectorize(probs, u):  # np.vectorize is a Python loop too
+    cdf = np.cumsum(probs)
+    return np.vectorize(lambda x: min(int((cdf <= x).sum()), len(cdf) - 1))(u)
+
+
+def sample_by_while(probs, u):
+    cdf, out, j = np.cumsum(probs), np.zeros(len(u), dtype=np.int64), 0
+    while j < len(u):
+        out[j], j = min(int((cdf <= u[j]).sum()), len(cdf) - 1), j + 1
+    return out
+
+
+def searchsorted(totals, u):  # the learner's own function, under the library's name
+    return (totals[None, :] <= u[:, None]).sum(axis=1)
+
+
+def sample_with_own_searchsorted(probs, u):
+    return np.minimum(searchsorted(np.cumsum(probs), u), len(probs) - 1)
 
 
 def score_variance_simulated(d_k, mean_q, var_q, mean_k, var_k):  # breaks the rule: simulates
@@ -108,9 +150,10 @@ ROWS = [
     *right(nb04.check_variance_of_difference, exact=35 / 6, rounded=5.83),
     *wrong(
         nb04.check_variance_of_difference,
-        subtracted=(0.0, "expected about 5.83333 (within 2%), got 0"),
-        one_die=(35 / 12, "got 2.91667"),
-        std_not_variance=(float(np.sqrt(35 / 6)), "got 2.41523"),
+        subtracted=(0.0, "0 is too low: it subtracts the variances"),
+        one_die=(35 / 12, "2.91667 is too low: it is one die's variance"),
+        std_not_variance=(float(np.sqrt(35 / 6)), "2.41523 is too low: it is a standard deviation"),
+        other=(7.0, "7 is too high: write X - Y as X + (-1) Y"),
     ),
     *right(nb04.check_score_variance, worked=score_variance),
     *wrong(
@@ -126,44 +169,50 @@ ROWS = [
                          "expected 64.0, got 128.0"),
         no_d_k=(lambda d, mq, vq, mk, vk: score_variance(1, mq, vq, mk, vk),
                 "expected 64.0, got 1.0"),
-        simulated=(score_variance_simulated, "the rule is no simulation inside"),
+        simulated=(score_variance_simulated, "d_k = 32: exactly 32, which a formula gives and an "
+                                             "average over random draws only approaches: values "
+                                             "differ"),
     ),
     *right(nb04.check_standardize_tokens, worked=standardize_fixed,
            course_utils=lambda x: standardize(x, eps=1e-5)),
     *wrong(
         nb04.check_standardize_tokens,
-        buggy=(standardize_buggy, "4 tokens of d = 4 (the bug runs silently here): each row its "
-                                  "own mean: values differ"),
+        buggy=(standardize_buggy, "4 tokens of d = 4: the bug runs silently here: still the bug: "
+                                  "the (N,) means line up with the last axis"),
         buggy_shape=(standardize_buggy, "3 tokens of d = 8: raised ValueError: operands could "
                                         "not be broadcast"),
         fixed_for_2d_only=(standardize_2d_fix, "a (batch, seq, d) = (2, 3, 8) tensor: raised "
                                                "ValueError"),
-        no_eps=(standardize_no_eps, "a constant token: the 1e-5 keeps it finite (all zeros): "
-                                    "it leaves out the 1e-5"),
+        no_eps=(standardize_no_eps, "a constant token: all zeros: it leaves out the 1e-5"),
         sample_variance=(standardize_sample_variance, "3 tokens of d = 8: it divides by d - 1 "
                                                       "(ddof=1)"),
         eps_outside=(lambda x: (x - x.mean(axis=-1, keepdims=True))
                      / (x.std(axis=-1, keepdims=True) + 1e-5),
-                     "epsilon goes inside the square root"),
+                     "it divides by sigma + 1e-5: the 1e-5 goes inside the root"),
     ),
     *right(nb04.check_sample_from_uniforms, counting=sample_by_counting,
-           argmax=sample_by_argmax),
+           argmax=sample_by_argmax, own_searchsorted=sample_with_own_searchsorted),
     *wrong(
         nb04.check_sample_from_uniforms,
-        unclipped=(sample_unclipped, "rounds to 0.9999999999999999: the last category, 2: values "
-                                     "differ: expected [2], got [3]"),
+        unclipped=(sample_unclipped, "rounds to 0.9999999999999999: the last category, 2: it does "
+                                     "not cap the count at V - 1"),
         argmax_unguarded=(sample_argmax_unguarded, "the last category, 2: values differ: "
                                                    "expected [2], got [0]"),
         left_boundary=(sample_left_boundary, "a u exactly on a boundary belongs to the category "
-                                             "to its right: values differ"),
-        searchsorted=(sample_by_searchsorted, "it uses a ready-made interval search "
-                                              "(np.searchsorted, np.digitize, torch.searchsorted "
-                                              "or torch.bucketize): this exercise finds the "
-                                              "interval by comparing"),
-        plain_searchsorted=(sample_by_plain_searchsorted, "it uses a ready-made interval search"),
-        torch_bucketize=(sample_by_bucketize, "it uses a ready-made interval search"),
-        torch_searchsorted=(sample_by_torch_searchsorted, "it uses a ready-made interval search"),
-        loop=(sample_by_loop, "it loops over the draws"),
+                                             "to its right: a u on a boundary goes left"),
+        # the rule, with the right numbers: the scan of the code refuses these
+        searchsorted=(sample_by_searchsorted, "the rule: it calls searchsorted: the rule is no "
+                                              "Python loop"),
+        plain_searchsorted=(sample_by_plain_searchsorted, "it calls searchsorted"),
+        aliased=(sample_by_aliased_search, "it calls searchsorted"),
+        helper=(sample_by_helper_that_searches, "it calls searchsorted"),
+        digitize=(sample_by_digitize, "it calls digitize"),
+        torch_bucketize=(sample_by_bucketize, "it calls bucketize"),
+        torch_searchsorted=(sample_by_torch_searchsorted, "it calls searchsorted"),
+        loop=(sample_by_loop, "it has a for loop: the rule is no Python loop"),
+        while_loop=(sample_by_while, "it has a while loop"),
+        hidden_in_map=(sample_by_map, "it calls map"),
+        hidden_in_vectorize=(sample_by_vectorize, "it calls vectorize"),
     ),
 ]
 

@@ -8,7 +8,6 @@ import torch
 from checker_table import right, table_test, wrong
 
 from course_utils.checks import nb05
-from course_utils.softmax import log_softmax
 
 
 def sigmoid_two_branches(d):
@@ -16,8 +15,17 @@ def sigmoid_two_branches(d):
     return np.where(d >= 0, 1 / (1 + e), e / (1 + e))
 
 
-def sigmoid_from_logaddexp(d):  # exact, no overflow, but the library's stable form: refused
+def sigmoid_from_logaddexp(d):  # exact, no overflow: the library's stable form, a note
     return np.exp(-np.logaddexp(0.0, -d))  # 1 / (1 + e^-d) = e^(-ln(1 + e^-d))
+
+
+def sigmoid_masked(d):  # each form only where it is safe, no np.where
+    out = np.empty_like(d)
+    pos = d >= 0
+    out[pos] = 1 / (1 + np.exp(-d[pos]))
+    e = np.exp(d[~pos])
+    out[~pos] = e / (1 + e)
+    return out
 
 
 def sigmoid_naive(d):  # e^d / (e^d + 1) overflows to inf / inf at d = 1000
@@ -70,7 +78,7 @@ def sigmoid_wrong_sign(d):
     return np.where(d >= 0, e / (1 + e), 1 / (1 + e))
 
 
-def sigmoid_scipy_inside(d):  # the library's sigmoid, exact and without overflow
+def sigmoid_scipy_inside(d):  # the library's sigmoid: 0 at d = -710, where e^-710 is not 0
     return scipy.special.expit(np.asarray(d))
 
 
@@ -103,8 +111,33 @@ def softmax_fp16_in_float32(scores):
     return torch.softmax(scores.float(), dim=-1)
 
 
-def softmax_fp16_float32_detour(scores):  # right numbers and dtype, but computed in float32
+def softmax_fp16_float32_detour(scores):  # the shift done by the library, in float32: a note
     return torch.softmax(scores.float(), dim=-1).to(torch.float16)
+
+
+def softmax_fp16_float32_unshifted(scores):  # float32 hides e^12, not e^1000
+    e = torch.exp(scores.float())
+    return (e / e.sum(dim=-1, keepdim=True)).to(torch.float16)
+
+
+def softmax_fp16_float64_unshifted(scores):
+    e = torch.exp(scores.double())
+    return (e / e.sum(dim=-1, keepdim=True)).to(torch.float16)
+
+
+def softmax_fp16_in_float32_shifted(scores):  # the fix, computed in float32: right numbers
+    s = scores.float()
+    e = torch.exp(s - s.max(dim=-1, keepdim=True).values)
+    return (e / e.sum(dim=-1, keepdim=True)).half()
+
+
+def softmax(scores):  # the learner's own helper, under the library's name
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def softmax_fp16_own_helper(scores):
+    return softmax(scores)
 
 
 def softmax_fp16_numpy_detour(scores):
@@ -115,6 +148,15 @@ def softmax_fp16_numpy_detour(scores):
 def softmax_fp16_min_shift(scores):
     e = torch.exp(scores - scores.min(dim=-1, keepdim=True).values)
     return e / e.sum(dim=-1, keepdim=True)
+
+
+def log_softmax_stacked(x, axis):  # slice by slice, np.stack puts them back: natural here
+    moved = np.moveaxis(x, axis, 0)
+    if np.isneginf(moved.max(axis=0)).any():
+        raise ValueError("a slice with every entry masked has no distribution")
+    peak = moved.max(axis=0)
+    lse = peak + np.log(np.sum(np.stack([np.exp(row - peak) for row in moved]), axis=0))
+    return np.moveaxis(np.stack([row - lse for row in moved]), 0, axis)
 
 
 def log_softmax_by_hand(x, axis):
@@ -175,76 +217,86 @@ ROWS = [
     *right(nb05.check_float16_spacing, exact=0.5, as_power=2.0**-1),
     *wrong(
         nb05.check_float16_spacing,
-        epsilon=(2.0**-10, "expected about 0.5 (within 1%), got 0.000976562"),
-        relative_to_1000=(1000 * 2.0**-10, "got 0.976562"),
-        one=(1.0, "got 1"),
+        epsilon=(2.0**-10, "0.000976562 is too low: it is the gap after 1"),
+        relative_to_1000=(1000 * 2.0**-10, "0.976562 is too high: it scales the gap after 1 by "
+                                           "1000"),
+        one=(1.0, "1 is too high: it takes k = 10"),
+        other=(0.25, "0.25 is too low: write 1000 as (1 + m/2^10) x 2^k"),
     ),
-    *right(nb05.check_sigmoid, two_branches=sigmoid_two_branches),
+    *right(nb05.check_sigmoid, two_branches=sigmoid_two_branches, masked=sigmoid_masked,
+           logaddexp=sigmoid_from_logaddexp),  # a note: it calls logaddexp
     *wrong(
         nb05.check_sigmoid,
-        scipy_expit=(scipy.special.expit, "it calls expit, a library's sigmoid (or softmax): the "
-                                          "exercise is to write the formula you derived"),
-        scipy_expit_inside=(sigmoid_scipy_inside, "it calls expit, a library's sigmoid"),
-        torch_sigmoid=(sigmoid_torch, "it calls sigmoid, a library's sigmoid (or softmax)"),
-        # exact and without overflow: the library's softplus does the stable form
-        logaddexp=(sigmoid_from_logaddexp, "it calls np.logaddexp, a library's stable "
-                                           "log-sum-exp"),
-        naive=(sigmoid_naive, "d = 1000: the first score takes everything, 1: np.exp "
-                              "overflowed to inf at x = 1000"),
+        # the libraries' sigmoids compute 1 / (1 + e^-d): 0 where e^-710 is a float64
+        scipy_expit=(scipy.special.expit, "d = -710: e^-710 = 4.5e-309 is still a float64, though "
+                                          "e^710 overflows: it computes 1 / (1 + e^-d) for every "
+                                          "d"),
+        scipy_expit_inside=(sigmoid_scipy_inside, "d = -710: e^-710 = 4.5e-309 is still a "
+                                                  "float64"),
+        torch_sigmoid=(sigmoid_torch, "d = -710: e^-710 = 4.5e-309 is still a float64"),
+        naive=(sigmoid_naive, "d = 1000: the first score takes everything, 1: it computes e^d / "
+                              "(e^d + 1): e^d overflows for d > 709, and inf / inf is nan"),
         one_branch=(sigmoid_one_branch, "d = -1000: the first score gets e^-1000, 0 in float64: "
-                                        "np.exp overflowed to inf at x = 1000"),
-        silenced=(sigmoid_silenced, "d = -1000: the first score gets e^-1000, 0 in float64: "
-                                    "np.exp overflowed to inf at x = 1000 (silenced or not)"),
-        where_both=(sigmoid_where_both, "d = 1000: the first score takes everything, 1: np.exp "
-                                        "overflowed to inf at x = 1000"),
+                                        "right value, but it warned: overflow encountered in exp"),
+        one_branch_why=(sigmoid_one_branch, "d = -710: e^-710 = 4.5e-309 is still a float64, "
+                                            "though e^710 overflows: it computes 1 / (1 + e^-d) "
+                                            "for every d: for d < -709, e^-d overflows to inf"),
+        silenced=(sigmoid_silenced, "d = -710: e^-710 = 4.5e-309 is still a float64, though e^710 "
+                                    "overflows: it computes 1 / (1 + e^-d) for every d"),
+        where_both=(sigmoid_where_both, "d = 1000: the first score takes everything, 1: right "
+                                        "value, but it warned: overflow encountered in exp"),
         clipped=(sigmoid_clipped, "d = -1000: the first score gets e^-1000, 0 in float64: "
                                   "values differ: expected [0.], got [9.85967654e-305]"),
-        wrong_sign=(sigmoid_wrong_sign, "d and -d give q and 1 - q: values differ"),
-        e_power=(sigmoid_e_power, "np.power (**) overflowed to inf at x = 1000 (silenced or not)"),
-        np_power=(sigmoid_np_power, "np.power (**) overflowed to inf at x = 1000"),
-        exp2=(sigmoid_exp2, "np.exp2 overflowed to inf at x = 1442.7"),
-        torch_exp=(sigmoid_torch_exp, "torch.exp overflowed to inf at x = 1000"),
-        math_exp=(sigmoid_math_exp, "math.exp overflowed at x = 1000: the rule is no overflow"),
+        wrong_sign=(sigmoid_wrong_sign, "d and -d give q and 1 - q: its two forms are swapped"),
+        e_power=(sigmoid_e_power, "d = -710: e^-710 = 4.5e-309 is still a float64, though e^710 "
+                                  "overflows: it computes 1 / (1 + e^-d) for every d"),
+        np_power=(sigmoid_np_power, "it computes 1 / (1 + e^-d) for every d"),
+        exp2=(sigmoid_exp2, "it computes 1 / (1 + e^-d) for every d"),
+        torch_exp=(sigmoid_torch_exp, "it computes 1 / (1 + e^-d) for every d"),
+        math_exp=(sigmoid_math_exp, "d = -710: e^-710 = 4.5e-309 is still a float64, though "
+                                    "e^710 overflows: raised OverflowError: math range error"),
     ),
-    *right(nb05.check_softmax_fp16, worked=softmax_fp16_fixed),
+    *right(nb05.check_softmax_fp16, worked=softmax_fp16_fixed,
+           own_helper=softmax_fp16_own_helper, in_float32=softmax_fp16_in_float32_shifted,
+           # the library's softmax, in float16 or through float32 or NumPy: a note
+           functional=softmax_fp16_functional, float32_detour=softmax_fp16_float32_detour,
+           numpy_detour=softmax_fp16_numpy_detour),
     *wrong(
         nb05.check_softmax_fp16,
-        torch_softmax=(lambda s: torch.softmax(s, dim=-1), "it calls softmax, a library softmax: "
-                       "it does the max shift for you"),
-        functional_softmax=(softmax_fp16_functional, "it calls softmax, a library softmax"),
-        method_softmax=(lambda s: s.softmax(-1), "the rule is to fix the computation in float16 "
-                                                 "yourself"),
-        buggy=(softmax_fp16_buggy, "scores above 11.09: e^12 overflows float16: values differ"),
-        buggy_underflow=(softmax_fp16_buggy, "rows 30 apart: shift each row by its own maximum "
-                                             "(e^-30 underflows float16): values differ"),
-        global_max=(softmax_fp16_global_max, "rows 30 apart: shift each row by its own maximum "
-                                             "(e^-30 underflows float16): values differ"),
-        in_float32=(softmax_fp16_in_float32, "small scores [2, 1, 0.1]: it computes in "
-                                             "torch.float32 (float)"),
-        float32_detour=(softmax_fp16_float32_detour, "small scores [2, 1, 0.1]: it computes in "
-                                                     "torch.float32 (float): the rule is to fix "
-                                                     "the computation in float16 itself"),
-        numpy_detour=(softmax_fp16_numpy_detour, "small scores [2, 1, 0.1]: it leaves torch for "
-                                                 "NumPy (numpy)"),
-        min_shift=(softmax_fp16_min_shift, "scores 25 apart: the largest must become 0, not the "
-                                           "smallest (e^25 overflows float16): values differ"),
+        buggy=(softmax_fp16_buggy, "scores above 11.09: e^12 overflows float16: still the bug: "
+                                   "e^z of unshifted scores overflows"),
+        buggy_underflow=(softmax_fp16_buggy, "rows 32 apart: shift each row by its own maximum "
+                                             "(e^-32 underflows float16): still the bug"),
+        global_max=(softmax_fp16_global_max, "rows 32 apart: shift each row by its own maximum "
+                                             "(e^-32 underflows float16): it shifts by the maximum "
+                                             "of the whole tensor"),
+        in_float32=(softmax_fp16_in_float32, "small scores [2, 1, 0.1]: dtype: expected "
+                                             "torch.float16, got torch.float32"),
+        float32_unshifted=(softmax_fp16_float32_unshifted, "scores near 1000: e^1000 overflows "
+                                                           "float32 and float64 too: still the "
+                                                           "bug"),
+        float64_unshifted=(softmax_fp16_float64_unshifted, "scores near 1000: e^1000 overflows "
+                                                           "float32 and float64 too: still the "
+                                                           "bug"),
+        min_shift=(softmax_fp16_min_shift, "scores 15 apart: the largest must become 0, not the "
+                                           "smallest (e^15 overflows float16): it shifts by each "
+                                           "row's minimum"),
     ),
-    *right(nb05.check_log_softmax_along, worked=log_softmax_by_hand),
+    *right(nb05.check_log_softmax_along, worked=log_softmax_by_hand,
+           stacked=log_softmax_stacked,
+           scipy=log_softmax_scipy_checked,  # a note: it calls log_softmax
+           scipy_logsumexp=log_softmax_logsumexp,  # a note: it calls logsumexp
+           logaddexp_reduce=log_softmax_logaddexp),  # a note: it calls logaddexp
     *wrong(
         nb05.check_log_softmax_along,
-        scipy_log_softmax=(log_softmax_scipy_checked, "it calls log_softmax, a library "
-                           "(log-)softmax: the rule is to build it from NumPy's elementwise "
-                           "operations"),
-        course_utils=(lambda x, axis: log_softmax(x, axis=axis), "it calls log_softmax"),
-        scipy_logsumexp=(log_softmax_logsumexp, "it calls logsumexp, a library (log-)softmax"),
-        logaddexp_reduce=(log_softmax_logaddexp, "it calls np.logaddexp, a library logsumexp"),
-        log_of_softmax=(log_of_softmax, "it calls softmax, a library (log-)softmax"),
+        log_of_softmax=(log_of_softmax, "[0, -800]: -800, not -inf (no log of a softmax): it "
+                                        "takes the log of a softmax: e^-800 rounds to 0"),
         log_of_softmax_by_hand=(log_of_softmax_by_hand, "[0, -800]: -800, not -inf (no log of a "
-                                "softmax): values differ: expected [0., -800.], got [0., -inf]"),
-        last_axis_only=(log_softmax_last_axis, "a (3, 4) array down its columns (axis=0): values "
-                                               "differ"),
-        global_max=(log_softmax_global_max, "rows 2000 apart: each row's own maximum: values "
-                                            "differ"),
+                                "softmax): it takes the log of a softmax"),
+        last_axis_only=(log_softmax_last_axis, "a (3, 4) array down its columns (axis=0): it "
+                                               "works along the last axis whatever `axis` says"),
+        global_max=(log_softmax_global_max, "rows 2000 apart: each row's own maximum: it shifts "
+                                            "by the maximum of the whole array"),
         no_check_by_hand=(log_softmax_no_check_by_hand, "a row with every entry masked: should "
                                                         "raise ValueError"),
     ),

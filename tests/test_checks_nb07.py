@@ -10,7 +10,7 @@ from numpy import log
 from scipy.optimize import minimize_scalar
 
 from course_utils.calculus import numerical_gradient
-from course_utils.checks import nb07
+from course_utils.checks import nb07, predict
 
 
 def best_step(fx, f3x, eps, factor=3, root=3, size=abs):
@@ -216,106 +216,157 @@ def tanh_sech(a):
     return 1 / np.cosh(np.arctanh(a)) ** 2
 
 
+def cube_root(v):  # the learner's own helper
+    return v ** (1 / 3)
+
+
+def best_step_with_helper(fx, f3x, eps):
+    return cube_root(3 * eps * np.abs(fx) / np.abs(f3x))
+
+
+def partial_derivative(f, x, index, s=1e-5):  # the learner's own helper, with np.diff
+    nudge = np.zeros_like(x)
+    nudge[index] = s
+    return np.diff([f(x - nudge), f(x + nudge)])[0] / (2 * s)
+
+
+def gradient_stacked(f, x):
+    x = np.asarray(x, dtype=np.float64)
+    return np.stack([partial_derivative(f, x, i) for i in np.ndindex(x.shape)]).reshape(x.shape)
+
+
+def tanh_derivative(a):  # the learner's own helper
+    return 1 - a * a
+
+
+def tanh_slope_with_helper(a):
+    return tanh_derivative(np.asarray(a))
+
+
 ROWS = [
-    *right(nb07.check_best_step, worked=best_step,
+    *right(nb07.check_best_step, worked=best_step, with_helper=best_step_with_helper,
            cube_root=lambda fx, f3x, eps: np.cbrt(3 * eps * abs(fx / f3x))),
     *wrong(
         nb07.check_best_step,
         terms_equal=(lambda *args: best_step(*args, factor=6),
-                     "e^x at 1 in float64: about 1e-5: values differ: expected "
+                     "e^x at 1 in float64: about 1e-5: it sets the two terms equal instead of the "
+                     "slope E'(s) to 0 (6ε where 3ε belongs); values differ: expected "
                      "8.733476581980381e-06, got 1.100349098440101e-05"),
-        forgot_the_3=(lambda *args: best_step(*args, factor=1), "got 6.055454452393343e-06"),
-        square_root=(lambda *args: best_step(*args, root=2), "got 2.5809568279517847e-08"),
+        forgot_the_3=(lambda *args: best_step(*args, factor=1),
+                      "the 3 that differentiating s²/6 leaves is missing; values differ: "
+                      "expected 4.806217383937356e-07, got 3.332445010132979e-07"),
+        square_root=(lambda *args: best_step(*args, root=2),
+                     "a square root: E'(s) = 0 is an equation in s³; values differ: expected "
+                     "8.733476581980381e-06, got 2.5809568279517847e-08"),
         eps_cube_root=(lambda fx, f3x, eps: eps ** (1 / 3),
-                       "1/x at 0.1: f''' = -6/x^4 is negative, use its size: values differ: "
-                       "expected 4.806217383937356e-07, got 6.055454452393343e-06"),
-        searched=(best_step_searched, "e^x at 1 in float64: about 1e-5: the rule is calculus, "
-                                      "not a search: scipy.optimize.minimize_scalar was called"),
+                       "1/x at 0.1: f''' = -6/x^4 is negative, use its size: it is ε^(1/3) "
+                       "alone: |f| / |f'''| is left out; values differ: expected "
+                       "4.806217383937356e-07, got 6.055454452393343e-06"),
+        # searches: a bracket of 1e-12 to 1 misses the steps of 9 and 5e-16, a scalar search
+        # cannot take arrays, and the tolerance of a search misses rtol 1e-9
+        searched=(best_step_searched, "e^(x/10^6) at 0: f''' = 1e-18, a step of about 9: values "
+                                      "differ: expected 8.733476581980375, got 0.99999"),
         searched_imported=(best_step_searched_imported,
-                           "the rule is calculus, not a search: scipy.optimize.minimize_scalar "
-                           "was called; set E'(s) = 0 and solve for s"),
-        newton=(best_step_newton, "lines of your code for one answer: a loop or a search "
-                                  "(Newton's method, bisection, a grid) walking towards s"),
-        bisection=(best_step_bisection, "the rule is calculus: solve E'(s) = 0 on paper"),
-        grid_search=(best_step_grid, "e^x at 1 in float64: about 1e-5: the rule is calculus, not "
-                                     "a search: your code uses argmin, which builds or searches a "
-                                     "grid of trial steps"),
-        zoomed_grid=(best_step_zoom, "three functions at once, as NumPy arrays: one step per "
-                                     "entry: the rule is calculus, not a search: your code uses "
-                                     "argmax"),
+                           "three at once, as NumPy arrays: a step each: raised ValueError"),
+        newton=(best_step_newton, "x^3 at 1e-10: f = 1e-30, a step of about 5e-16: raised "
+                                  "ZeroDivisionError"),
+        bisection=(best_step_bisection, "x^3 at 1e-10: f = 1e-30, a step of about 5e-16: values "
+                                        "differ: expected 4.806217383937361e-16, got 1e-15"),
+        grid_search=(best_step_grid, "e^(x/10^6) at 0: f''' = 1e-18, a step of about 9: values "
+                                     "differ: expected 8.733476581980375, got 1.0003"),
+        zoomed_grid=(best_step_zoom, "e^(x/10^6) at 0: f''' = 1e-18, a step of about 9: values "
+                                     "differ"),
         signed=(lambda *args: best_step(*args, size=lambda v: v),
-                "1/x at 0.1: f''' = -6/x^4 is negative, use its size: expected a float, got "
-                "complex"),
+                "1/x at 0.1: f''' = -6/x^4 is negative, use its size: a negative f or f''' gives "
+                "a complex root: use their sizes; expected a float, got complex"),
     ),
     *right(nb07.check_numerical_gradient, course_utils=numerical_gradient, worked=gradient_fixed,
-           float_copy_and_unit_step=gradient),
+           float_copy_and_unit_step=gradient, stacked_with_diff=gradient_stacked),
     *wrong(
         nb07.check_numerical_gradient,
         unchanged=(gradient_buggy, "changed its argument `x` in place"),
-        unchanged_integers=(gradient_buggy, "integers in: a step of 1e-5 needs floats: integer "
-                                            "input: the answer came back as integers (int64, "
-                                            "[249999, 350000])"),
-        restores_but_integers=(gradient_restores, "so the step was 0 or a whole 1, never s = "
-                                                  "1e-5: work on a float copy of x"),
+        unchanged_integers=(gradient_buggy, "3 x1 + 4 x2 + x1 x2 at the integers (0, 0): still the "
+                                            "bug: an integer array cannot hold x + 1e-5 (3 + 1e-5 "
+                                            "is stored as 3), so the step was 0 or a whole 1"),
+        restores_but_integers=(gradient_restores, "integers in: a step of 1e-5 needs floats: "
+                                                  "still the bug: an integer array cannot hold "
+                                                  "x + 1e-5"),
         float_but_in_place=(gradient_float_in_place, "x1^2 + x2^2 at (3, 4) -> (6, 8): changed its "
                                                      "argument `x` in place"),
         flattened=(lambda f, x: gradient(f, x).ravel(),
                    "a 2x2 input: keep the shape: shape: expected (2, 2), got (4,)"),
         forward=(lambda f, x: gradient(f, x, central=False),
-                 "x1^2 + x2^2 at (3, 4) -> (6, 8): values differ: expected [6., 8.], got "
+                 "x1^2 + x2^2 at (3, 4) -> (6, 8): a forward difference (f(x + s) - f(x)) / s: "
+                 "the central one is far more accurate; values differ: expected [6., 8.], got "
                  "[6.00001, 8.00001]"),
         integer_steps=(lambda f, x: gradient(f, x, as_float=False),
-                       "integers in: a step of 1e-5 needs floats: integer input: the answer came "
-                       "back as integers (int64, [0, 0])"),
+                       "3 x1 + 4 x2 + x1 x2 at the integers (0, 0): still the bug: an integer "
+                       "array cannot hold x + 1e-5"),
         not_put_back=(gradient_not_put_back,
                       "x1·x2 at (3, 4) -> (4, 3): put each entry back before nudging the next: "
-                      "values differ"),
+                      "each entry is left 1e-5 below where it started"),
         big_step=(lambda f, x: gradient(f, x, h=1e-2),
                   "logsumexp: its gradient is softmax: values differ"),
     ),
-    *right(nb07.check_tanh_slope, worked=tanh_slope,
-           factored=lambda a: (1 - a) * (1 + a)),
+    *right(nb07.check_tanh_slope, worked=tanh_slope, factored=lambda a: (1 - a) * (1 + a),
+           with_helper=tanh_slope_with_helper),
     *wrong(
         nb07.check_tanh_slope,
-        plus=(lambda a: 1 + a**2, "a = ±0.5: tanh is odd, so its slope is the same at ±a: "
-                                  "values differ: expected [0.75, 0.75], got [1.25, 1.25]"),
-        no_square=(lambda a: 1 - a, "values differ: expected [0.75, 0.75], got [0.5, 1.5]"),
+        plus=(lambda a: 1 + a**2, "a = ±0.5: tanh is odd, so its slope is the same at ±a: 1 + a²: "
+                                  "the quotient rule subtracts u·v'; values differ: expected "
+                                  "[0.75, 0.75], got [1.25, 1.25]"),
+        no_square=(lambda a: 1 - a, "1 - a: the square is missing; values differ: expected "
+                                    "[0.75, 0.75], got [0.5, 1.5]"),
         sigmoid_form=(lambda a: a * (1 - a), "a = 0 (x = 0): tanh is steepest there, slope 1: "
-                                             "values differ"),
-        twice=(lambda a: 2 * (1 - a**2), "expected [1.], got [2.]"),
-        finite_difference=(tanh_finite_difference,
-                           "the rule is a formula in a alone (+ - * / and powers): "
-                           "numpy.arctanh was called"),
-        sech=(tanh_sech, "numpy.arctanh was called"),
-        through_x=(tanh_slope_through_x, "the rule is a formula in a alone (+ - * / and powers): "
-                                         "numpy.log was called"),
-        sech_through_x=(tanh_slope_sech_through_x, "numpy.log was called"),
-        emath=(tanh_slope_emath, "the rule is a formula in a alone (+ - * / and powers): "
-                                 "numpy.emath.log was called"),
-        imported_log=(tanh_slope_imported_log, "the rule is a formula in a alone (+ - * / and "
-                                               "powers): log was called"),
+                                             "a (1 - a) is the sigmoid's slope, not tanh's"),
+        twice=(lambda a: 2 * (1 - a**2), "twice the slope: one factor 2 too many; values differ: "
+                                         "expected [1.], got [2.]"),
+        # back to x (arctanh, log, arcsinh, logit, complex numbers), then tanh's slope there: a
+        # finite difference misses rtol 1e-12, and a = ±1 has no x (a warning, nan, an exception)
+        finite_difference=(tanh_finite_difference, "a = ±0.5: tanh is odd, so its slope is the "
+                           "same at ±a: values differ: expected [0.75, 0.75], got [0.75, 0.75]"),
+        sech=(tanh_sech, "a = ±1 exactly, as tanh(±20) is in float64: slope 0, and no x to go "
+                         "back to: right value, but it warned: divide by zero encountered in "
+                         "arctanh"),
+        through_x=(tanh_slope_through_x, "and no x to go back to: values differ: expected [0., "
+                                         "0., 0.91513696], got [nan, nan, 0.91513696]"),
+        sech_through_x=(tanh_slope_sech_through_x, "right value, but it warned: divide by zero "
+                                                   "encountered in divide"),
+        emath=(tanh_slope_emath, "right value, but it warned: divide by zero"),
+        imported_log=(tanh_slope_imported_log, "right value, but it warned: divide by zero"),
         math_tanh=(lambda a: np.array([1 - math.tanh(math.atanh(v)) ** 2 for v in a]),
-                   "math.atanh was called"),
-        arcsinh=(tanh_slope_arcsinh, "the rule is a formula in a alone (+ - * / and powers): "
-                                     "numpy.arcsinh was called"),
+                   "and no x to go back to: raised ValueError: math domain error"),
+        arcsinh=(tanh_slope_arcsinh, "and no x to go back to: values differ: expected [0., 0., "
+                                     "0.91513696], got [nan, nan, 0.91513696]"),
         math_asinh=(lambda a: np.array([1 - math.tanh(math.asinh(v / math.sqrt(1 - v * v))) ** 2
-                                        for v in a]), "math.asinh was called"),
-        logit=(tanh_slope_logit, "the rule is a formula in a alone (+ - * / and powers): "
-                                 "scipy.special.logit was called"),
-        torch_sigmoid=(tanh_slope_torch_sigmoid, "torch.logit was called"),
-        imaginary=(tanh_slope_complex, "the rule is a formula in a alone (+ - * / and powers): "
-                                       "numpy.arctan was called"),
-        powers_of_e=(tanh_slope_series, "the rule is a formula in a alone (+ - * / and powers): "
-                                        "your code uses e, and a power of e is exp"),
+                                        for v in a]), "right value, but it warned: divide by zero"),
+        logit=(tanh_slope_logit, "a = 0 (x = 0): tanh is steepest there, slope 1: values differ: "
+                                 "expected [1.], got [1.]"),
+        torch_sigmoid=(tanh_slope_torch_sigmoid, "a = 0 (x = 0): tanh is steepest there, slope 1: "
+                                                 "values differ"),
+        imaginary=(tanh_slope_complex, "a = ±0.5: tanh is odd, so its slope is the same at ±a: "
+                                       "values differ"),
+        powers_of_e=(tanh_slope_series, "and no x to go back to: values differ: expected [0., 0., "
+                                        "0.91513696], got [2.80725443e-05, 2.80725443e-05"),
     ),
     *right(nb07.check_largest_lr, two_over_ten=0.2, close=0.199),
     *wrong(
         nb07.check_largest_lr,
-        x_direction=(1.0, "expected about 0.2 (within 1%), got 1"),
-        one_step_to_zero=(0.1, "expected about 0.2 (within 1%), got 0.1"),
-        the_one_shown=(0.18, "got 0.18"),
+        x_direction=(1.0, "1 is too high: there x1's factor 1 - 2·lr reaches -1"),
+        one_step_to_zero=(0.1, "0.1 is too low: it sends x2 to 0 in one step"),
+        the_one_shown=(0.18, "0.18 is too low: section 6 showed that it still converges"),
+        halfway=(0.5, "0.5 is too high: follow x2 alone"),
         text=("0.2", "expected a number, got str '0.2'"),
     ),
 ]
 
 test_checker = table_test(ROWS)
+
+
+def test_a_first_miss_holds_the_answer_back(capsys):
+    predict._misses.clear()
+    nb07.check_largest_lr(0.5)
+    assert "0.2" not in capsys.readouterr().out
+    nb07.check_largest_lr(0.5)
+    assert "the answer: about 0.2" in capsys.readouterr().out
+    predict._misses.clear()

@@ -97,12 +97,6 @@ def sigmoid_central_difference(v, h=1e-5):  # one node, but a numerical slope
     return Value(f(v.data), (v,), ((f(v.data + h) - f(v.data - h)) / (2 * h),), "sigmoid")
 
 
-def sigmoid_two_nodes(v):  # a second node built (without backward): the slope is not its own
-    helper = Value(0.0)
-    s = 1 / (1 + math.exp(-v.data)) if v.data >= 0 else math.exp(v.data) / (1 + math.exp(v.data))
-    return Value(s + helper.data, (v,), (s * (1 - s),), "sigmoid")
-
-
 def backward(root, accumulate=True, reset=True, seed=1.0, reverse=True):
     order = topological_order(root)
     if reset:
@@ -174,66 +168,113 @@ def uncorrected_simulated(t, lr, beta1, beta2):
     return np.array([one(k) for k in np.asarray(t).ravel()]).reshape(np.shape(t))
 
 
+def expit(x):  # the learner's own helper, under SciPy's name for the sigmoid
+    return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
+
+
+def sigmoid_with_own_expit(v):
+    o = expit(v.data)
+    return Value(o, (v,), (o * (1 - o),), "sigmoid")
+
+
+def sigmoid_reset_then_chain_on_copy(v):  # the engine's chain on a copy, without overflow
+    copy = Value(v.data)
+    chain = 1 / (1 + (-copy).exp()) if v.data >= 0 else copy.exp() / (1 + copy.exp())
+    chain.backward()
+    return Value(chain.data, (v,), (copy.grad,), "sigmoid")
+
+
+def own_topological_order(root):  # the learner's own helper
+    order, seen = [], set()
+
+    def visit(node):
+        if node not in seen:
+            seen.add(node)
+            for parent in node.parents:
+                visit(parent)
+            order.append(node)
+    visit(root)
+    return order
+
+
+def backward_with_own_order(root):
+    order = own_topological_order(root)
+    for node in order:
+        node.grad = 0.0
+    root.grad = 1.0
+    for node in reversed(order):
+        for parent, local in zip(node.parents, node.local_grads, strict=True):
+            parent.grad += local * node.grad
+
+
+def backward_reset_then_engine(root):  # zero every grad, then the engine's backward pass
+    for node in topological_order(root):
+        node.grad = 0.0
+    root.backward()
+
+
 ROWS = [
-    *right(nb08.check_sigmoid, node=sigmoid, slope_in_v=sigmoid_slope_in_v),
+    # a backward pass run on a copy, or a node of PyTorch's graph, gives the right node: a note
+    *right(nb08.check_sigmoid, node=sigmoid, slope_in_v=sigmoid_slope_in_v,
+           own_expit=sigmoid_with_own_expit, saved_backward_on_copy=sigmoid_saved_backward_on_copy,
+           chain_on_copy=sigmoid_reset_then_chain_on_copy,
+           torch_backward_on_copy=sigmoid_torch_backward_on_copy,
+           torch_grad_on_copy=sigmoid_torch_grad_on_copy, grad_fn_slope=sigmoid_grad_fn),
     *wrong(
         nb08.check_sigmoid,
-        overflows=(sigmoid_overflowing, "x = -800: e^800 overflows a float; for x < 0 write the "
-                   "fraction with e^x alone: raised OverflowError: math range error"),
-        from_ops=(sigmoid_from_ops, "sigmoid(0) = 0.5, slope 0.25: the rule is one new node "
-                  "whose only parent is v, with the local derivative you derived: the node "
-                  "returned has 2 parents"),
+        overflows=(sigmoid_overflowing, "x = -800: e^800 overflows a float; for x < 0 write it "
+                   "with e^x alone: raised OverflowError: math range error"),
+        from_ops=(sigmoid_from_ops, "sigmoid(0) = 0.5, slope 0.25: a chain of the engine's "
+                  "operations: its backward pass finds the derivative for you; build one node, "
+                  "Value(o, (v,), (your derivative,), 'sigmoid'); its parents: expected 'v "
+                  "alone', got '2 parent(s), not v alone'"),
         overflows_from_ops=(lambda v: 1 / (1 + (-v).exp()),
-                            "a chain of the engine's operations lets their backward pass find "
+                            "x = 2: a chain of the engine's operations: its backward pass finds "
                             "the derivative for you"),
-        returns_v=(lambda v: v, "the node returned has v itself"),
+        returns_v=(lambda v: v, "sigmoid(v): values differ: expected 0.8807970779778823, got 2.0"),
         slope_s=(lambda v: sigmoid_overflowing(v, slope=lambda s: s),
-                 "sigmoid(0) = 0.5, slope 0.25: d sigmoid / dx: values differ: expected 0.25, "
-                 "got 0.5"),
+                 "sigmoid(0) = 0.5, slope 0.25: its local derivative is o itself: differentiate "
+                 "(1 + e^-v)^-1 with the chain rule; d sigmoid / dv: values differ: expected "
+                 "0.25, got 0.5"),
         a_float=(lambda v: sigmoid(v).data, "raised TypeError: sigmoid must return a Value, got "
                  "float"),
-        detached=(lambda v: Value(sigmoid(v).data), "the node returned has no parents"),
-        backward_on_copy=(sigmoid_backward_on_copy, "it ran Value.backward (the engine's "
-                          "backward pass). A backward pass run on a copy (the engine's or "
-                          "PyTorch's), or a numerical slope, finds the derivative for you"),
-        saved_backward_on_copy=(sigmoid_saved_backward_on_copy, "x = -3: the rule is one new "
-                                "node with the local derivative you derived: it ran "
-                                "Value.backward (the engine's backward pass)"),
-        torch_backward_on_copy=(sigmoid_torch_backward_on_copy, "sigmoid(0) = 0.5, slope 0.25: "
-                                "the rule is one new node with the local derivative you derived: "
-                                "it ran Tensor.backward (PyTorch's backward pass)"),
-        torch_grad_on_copy=(sigmoid_torch_grad_on_copy,
-                            "it ran torch.autograd.grad (PyTorch's backward pass)"),
+        detached=(lambda v: Value(sigmoid(v).data),
+                  "its parents: expected 'v alone', got '0 parent(s), not v alone'"),
+        backward_on_copy=(sigmoid_backward_on_copy, "x = -800: e^800 overflows a float; for x < 0 "
+                          "write it with e^x alone: raised OverflowError"),
         numpy_overflow=(sigmoid_numpy_overflow, "x = -800: e^800 overflows a float; for x < 0 "
-                        "write the fraction with e^x alone: right value, but it warned"),
-        sympy_slope=(sigmoid_sympy, "the rule is one new node with the local derivative you "
-                     "derived: it uses sympy"),
-        grad_fn_slope=(sigmoid_grad_fn, "it uses PyTorch's grad_fn"),
-        complex_step=(sigmoid_complex_step, "it uses a complex step (.imag)"),
+                        "write it with e^x alone: right value, but it warned"),
+        sympy_slope=(sigmoid_sympy, "x = -800: e^800 overflows a float; for x < 0 write it with "
+                     "e^x alone: raised OverflowError: math range error"),
+        complex_step=(sigmoid_complex_step, "x = -800: e^800 overflows a float; for x < 0 write "
+                      "it with e^x alone: raised OverflowError"),
         central_difference=(sigmoid_central_difference, "sigmoid(0) = 0.5, slope 0.25: "
-                            "d sigmoid / dx: values differ"),
-        two_nodes=(sigmoid_two_nodes, "it built 2 Value nodes"),
+                            "d sigmoid / dv: values differ"),
     ),
-    *right(nb08.check_backward, worked=backward, without_reset=lambda r: backward(r, reset=False),
-           dictionary=backward_recursive),
+    # the engine's backward pass adds to the grads that are there: a note where they start at 0
+    *right(nb08.check_backward, worked=backward, dictionary=backward_recursive,
+           own_order=backward_with_own_order, reset_then_engine=backward_reset_then_engine),
     *wrong(
         nb08.check_backward,
         assigns=(lambda r: backward(r, accumulate=False),
-                 "a*a + a at a = 3: a is used three times, so 2a + 1 = 7: values differ: "
+                 "a*a + a at a = 3: a is used three times, so 2a + 1 = 7: still the bug: "
+                 "parent.grad = ... keeps only the last contribution; add them up; values differ: "
                  "expected [7.], got [3.]"),
         forward_order=(lambda r: backward(r, reverse=False),
-                       "a*a + a at a = 3: a is used three times, so 2a + 1 = 7: these are the "
-                       "gradients of a walk through topological_order from its start"),
+                       "a*a + a at a = 3: a is used three times, so 2a + 1 = 7: a walk from the "
+                       "start of topological_order: a node passes its grad on before its users "
+                       "have added theirs"),
         no_seed=(lambda r: backward(r, seed=0.0),
-                 "the neuron of section 1: every value used once: every leaf gradient is 0: "
-                 "either the root's grad was not 1"),
+                 "the neuron of section 1: every value used once: every leaf gradient is 0: the "
+                 "root's grad was not 1"),
+        without_reset=(lambda r: backward(r, reset=False),
+                       "its grads still holding an earlier pass's: start from 0: it adds to the "
+                       "grads an earlier pass left (as root.backward() does): set them to 0 first"),
         calls_backward=(lambda r: r.backward(),
-                        "the rule is to write the backward pass yourself: root.backward() was "
-                        "called"),
+                        "it adds to the grads an earlier pass left (as root.backward() does)"),
         saved_engine_backward=(lambda root: ENGINE_BACKWARD(root),
-                               "a*a + a at a = 3: a is used three times, so 2a + 1 = 7: the rule "
-                               "is to write the backward pass yourself: Value.backward (the "
-                               "engine's backward pass) ran, under another name"),
+                               "its grads still holding an earlier pass's: start from 0: it adds "
+                               "to the grads an earlier pass left"),
     ),
     *right(nb08.check_uncorrected_step, worked=uncorrected_step,
            exp_log=lambda t, lr, b1, b2: lr * (1 - np.exp(t * np.log(b1)))
@@ -241,30 +282,34 @@ ROWS = [
     *wrong(
         nb08.check_uncorrected_step,
         first_step_only=(lambda t, lr, b1, b2: lr * (1 - b1) / np.sqrt(1 - b2) + 0 * t,
-                         "steps 1, 2, 3, 12: it grows to about 6.6 lr at step 12: values differ"),
+                         "steps 1, 2, 3, 12 as one array: about 6.6 lr at 12: the first step's "
+                         "size at every t; values differ"),
         no_square_root=(lambda t, lr, b1, b2: lr * (1 - b1**t) / (1 - b2**t),
-                        "step 1 with the defaults: 3.16 lr: values differ: expected [0.31622777], "
-                        "got [10.]"),
+                        "step 1 with the defaults: 3.16 lr: no square root over v_t; values "
+                        "differ: expected [0.31622777], got [10.]"),
         corrected=(lambda t, lr, b1, b2: lr + 0 * t,
-                   "step 1 with the defaults: 3.16 lr: values differ: expected [0.31622777], "
-                   "got [0.1]"),
+                   "step 1 with the defaults: 3.16 lr: lr at every step: that is the corrected "
+                   "step; values differ: expected [0.31622777], got [0.1]"),
         betas_swapped=(lambda t, lr, b1, b2: uncorrected_step(t, lr, b2, b1),
-                       "step 1 with the defaults: 3.16 lr: values differ"),
-        loop=(uncorrected_by_loop, "the rule is a formula in t that takes an array of step "
-                                   "numbers; with t = [1] it raised TypeError"),
+                       "step 1 with the defaults: 3.16 lr: beta1 and beta2 swapped; values "
+                       "differ"),
+        loop=(uncorrected_by_loop, "steps 1, 2, 3, 12 as one array: about 6.6 lr at 12: raised "
+                                   "TypeError"),
         simulated_per_entry=(uncorrected_simulated,
-                             "the rule is a formula, not a simulation: at t = [2.5, 12.5] it gave "
-                             "the sizes of steps [2, 12]"),
+                             "t = 2.5 and 12.5, between two steps: a formula has a value there: "
+                             "these are the sizes of the whole steps int(t), as a loop over "
+                             "range(int(t)) gives"),
         vectorized_loop=(np.vectorize(lambda t, lr, b1, b2: uncorrected_simulated(
                              np.array([t]), lr, b1, b2)[0]),
-                         "the rule is a formula, not a simulation"),
-        fractional_loop=(uncorrected_fractional_loop, "steps 100 to 10 000: back towards lr as "
-                         "beta2^t fades: 40004 lines of your code ran"),
-        fractional_loop_why=(uncorrected_fractional_loop, "it loops over the steps: the rule is "
-                             "a formula in t"),
+                         "these are the sizes of the whole steps int(t)"),
+        fractional_loop=(uncorrected_fractional_loop, "t = inf: the limit, lr itself, which no "
+                         "loop reaches: raised OverflowError: cannot convert float infinity to "
+                         "integer"),
+        fractional_loop_why=(uncorrected_fractional_loop, "t = inf: the limit, lr itself, which "
+                             "no loop reaches"),
         simulated_ceil=(lambda t, lr, b1, b2: uncorrected_simulated(np.ceil(t), lr, b1, b2),
-                        "the rule is a formula, not a simulation: at t = [2.5, 12.5] it gave the "
-                        "sizes of steps [3, 13], as a loop over range(ceil(t)) does"),
+                        "these are the sizes of the whole steps ceil(t), as a loop over "
+                        "range(ceil(t)) gives"),
     ),
     *right(nb08.check_backward_flops, exact=9_830_400, rounded=9.8e6,
            measured=measured_backward_flops()),
@@ -275,8 +320,22 @@ ROWS = [
         layer_2_input=(16_384_000, "layer 2 still computes its dℒ/dX"),
         forward=(11_468_800, "2NP, the forward pass"),
         weights_only=(8_192_000, "only the weight gradients"),
-        old_network=(6_553_600, "6,553,600 is too low: go through the layers from the top"),
+        old_network=(6_553_600, "6,553,600 is too low: from the top layer down"),
     ),
 ]
 
 test_checker = table_test(ROWS)
+
+
+def test_the_checked_formula_is_adams_recurrence():
+    steps = [1, 2, 3, 12, 100, 1000]
+    by_loop = [uncorrected_by_loop(t, 0.1, 0.9, 0.999) for t in steps]
+    np.testing.assert_allclose(nb08._formula(np.array(steps), 0.1, 0.9, 0.999), by_loop,
+                               rtol=1e-12)
+
+
+def test_a_note_names_a_library_shortcut_but_not_the_learners_own_helper(capsys):
+    assert nb08.check_sigmoid(sigmoid_with_own_expit).note is None
+    assert "it calls backward" in nb08.check_sigmoid(sigmoid_saved_backward_on_copy).note
+    assert nb08.check_backward(backward_with_own_order).note is None
+    assert "it calls backward" in nb08.check_backward(backward_reset_then_engine).note

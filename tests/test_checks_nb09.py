@@ -44,6 +44,39 @@ def sinusoidal_by_map(n_positions, d_model):
     return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(n_positions, d_model)
 
 
+def sinusoidal_by_vectorize(n_positions, d_model):
+    """Each entry through np.vectorize: a Python loop inside NumPy."""
+    if d_model % 2:
+        raise ValueError("odd d_model")
+    pos, col = np.meshgrid(np.arange(n_positions), np.arange(d_model), indexing="ij")
+    angle = np.vectorize(lambda p, c: p * 10000.0 ** (-(c - c % 2) / d_model))(pos, col)
+    return np.where(col % 2, np.cos(angle), np.sin(angle))
+
+
+def sinusoidal_by_stack(n_positions, d_model):
+    """Right: the sines and cosines stacked on a last axis and reshaped, as the worked solution."""
+    if d_model % 2:
+        raise ValueError("odd d_model")
+    angles = np.outer(np.arange(n_positions), positional.angular_frequencies(d_model))
+    return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(n_positions, d_model)
+
+
+def sinusoidal_by_course(n_positions, d_model):
+    return positional.sinusoidal_encoding(n_positions, d_model)
+
+
+def sinusoidal_by_comprehension(n_positions, d_model):
+    return np.array([sinusoidal(pos + 1, d_model)[pos] for pos in range(n_positions)])
+
+
+def sinusoidal_encoding(n_positions, d_model):  # the learner's own, named like the course's
+    return sinusoidal(n_positions, d_model)
+
+
+def sinusoidal_by_own_helper(n_positions, d_model):
+    return sinusoidal_encoding(n_positions, d_model)
+
+
 def pe_dot(k, d_model):
     omega = positional.angular_frequencies(d_model)
     return np.cos(np.asarray(k, dtype=np.float64)[..., None] * omega).sum(axis=-1)
@@ -70,46 +103,6 @@ def pe_dot_own_encodings(k, d_model, p=7.3):
     return there @ here
 
 
-def pe_dot_complex_exp(k, d_model, p=7.3):
-    """PE(p) and PE(p + k) built from complex exponentials, sines as imaginary parts."""
-    omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
-    k = np.asarray(k, dtype=np.float64)[:, None]
-    here, there = np.exp(1j * p * omega), np.exp(1j * (p + k) * omega)
-    return (there.imag * here.imag + there.real * here.real).sum(axis=1)
-
-
-def pe_dot_own_encodings_math(k, d_model, p=7.3):
-    """The same with math.sin, one offset at a time."""
-    omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
-    return np.array([sum(math.sin(p * w) * math.sin((p + o) * w)
-                         + math.cos(p * w) * math.cos((p + o) * w) for w in omega)
-                     for o in np.ravel(k)])
-
-
-def pe_dot_tensor_sin(k, d_model, p=300.0):
-    """The encodings built with a tensor's .sin() and .cos() methods, then dotted."""
-    omega = torch.from_numpy(positional.angular_frequencies(d_model))
-    here = p * omega
-    there = (p + torch.as_tensor(np.asarray(k), dtype=torch.float64))[:, None] * omega
-    return (here.sin() * there.sin() + here.cos() * there.cos()).sum(-1).numpy()
-
-
-def pe_dot_umath_sin(k, d_model, p=300.0):
-    """The encodings built with NumPy's sine under another name, np.core.umath.sin."""
-    sine = np.core.umath.sin
-    omega = positional.angular_frequencies(d_model)
-    there = (p + np.asarray(k, dtype=np.float64))[:, None] * omega
-    return (sine(p * omega) * sine(there) + np.cos(p * omega) * np.cos(there)).sum(-1)
-
-
-def pe_dot_shifted_cosine(k, d_model, p=300.0):
-    """The encodings built from cosines alone, the sines as cos(x - π/2), then dotted."""
-    omega = positional.angular_frequencies(d_model)
-    there = (p + np.asarray(k, dtype=np.float64))[:, None] * omega
-    return (np.cos(p * omega - np.pi / 2) * np.cos(there - np.pi / 2)
-            + np.cos(p * omega) * np.cos(there)).sum(-1)
-
-
 def pe_dot_with_pi(k, d_model):
     """Right: the frequencies written with pi nowhere near a sine, cos(k·ω) reduced modulo 2π."""
     omega = positional.angular_frequencies(d_model)
@@ -120,6 +113,12 @@ def pe_dot_torch(k, d_model):
     """Right: the formula in torch, with a tensor's .cos()."""
     omega = torch.from_numpy(positional.angular_frequencies(d_model))
     return (torch.as_tensor(np.asarray(k), dtype=torch.float64)[:, None] * omega).cos().sum(-1)
+
+
+def pe_dot_by_rotation(k, d_model):
+    """The trace of section 5's rotation M_k, at real k: twice the sum of cos(k ω_i)."""
+    return np.array([np.trace(positional.relative_position_matrix(o, d_model)) / 2
+                     for o in np.ravel(k)])
 
 
 def pe_dot_own_table(k, d_model):
@@ -140,56 +139,48 @@ def add_positions_in_place(X):
 
 
 ROWS = [
-    *right(nb09.check_sinusoidal_encoding, worked=sinusoidal),
+    *right(nb09.check_sinusoidal_encoding, worked=sinusoidal,
+           own_function_named_sinusoidal_encoding=sinusoidal_encoding,
+           own_helper_named_sinusoidal_encoding=sinusoidal_by_own_helper,
+           np_stack=sinusoidal_by_stack),
     *wrong(
         nb09.check_sinusoidal_encoding,
-        library_call=(lambda n, d: positional.sinusoidal_encoding(n, d),
-                      "positional.sinusoidal_encoding was called: the exercise is to build the "
-                      "table yourself"),
-        comprehension_over_positions=(
-            lambda n, d: np.array([sinusoidal(pos + 1, d)[pos] for pos in range(n)]),
-            "no loop over positions: it loops over the positions"),
+        library_call=(sinusoidal_by_course, "the rule: it calls sinusoidal_encoding: the rule is "
+                      "no Python loop"),
+        comprehension_over_positions=(sinusoidal_by_comprehension, "the rule: it has a "
+                                      "comprehension: the rule is no Python loop"),
         concatenated=(lambda n, d: sinusoidal(n, d, layout="concatenated"),
-                      "position 0 is [0, 1, 0, 1, ...]: values differ: expected [[0., 1., 0., "
-                      "1., 0., 1., 0., 1.]], got [[0., 0., 0., 0., 1., 1., 1., 1.]]"),
+                      "position 0 is [0, 1, 0, 1, ...]: sines in the first half and cosines in "
+                      "the second: the table interleaves them"),
         sin_cos_swapped=(lambda n, d: sinusoidal(n, d, layout="swapped"),
-                         "the worst at [0, 0]: expected 0.0, got 1.0"),
+                         "sin and cos swapped: the sines go to the even columns 0, 2, ...; "
+                         "values differ"),
         exponent_i=(lambda n, d: sinusoidal(n, d, exponent=1), "10 positions, d_model = 4: "
-                    "values differ"),
-        loops_over_positions=(sinusoidal_by_positions,
-                              "1000 positions, d_model = 16: interleaved, and no loop over "
-                              "positions: it loops over the positions"),
-        map_over_positions=(sinusoidal_by_map, "it uses map, which runs a Python loop over its "
-                            "items (here the positions)"),
+                    "the frequencies are 10000^(-i/d_model): the exponent is 2i/d_model"),
+        loops_over_positions=(sinusoidal_by_positions, "the rule: it has a for loop"),
+        map_over_positions=(sinusoidal_by_map, "the rule: it calls map"),
+        vectorize=(sinusoidal_by_vectorize, "the rule: it calls vectorize"),
         float32=(lambda n, d: sinusoidal(n, d).astype(np.float32),
                  "dtype: expected float64, got float32"),
     ),
     *right(nb09.check_pe_dot, worked=pe_dot, by_hand=pe_dot_by_hand, with_pi=pe_dot_with_pi,
-           in_torch=lambda k, d: pe_dot_torch(k, d).numpy()),
+           in_torch=lambda k, d: pe_dot_torch(k, d).numpy(),
+           own_encodings_at_7_3=pe_dot_own_encodings, rotation_trace_at_real_k=pe_dot_by_rotation),
     *wrong(
         nb09.check_pe_dot,
         sines_only=(lambda k, d: np.sin(np.asarray(k)[:, None]
                                         * positional.angular_frequencies(d)).sum(1),
-                    "k = 0: every pair gives 1, so d_model / 2 = 4: the rule is a formula in k and "
-                    "the ω_i: your code uses sin"),
+                    "k = 0: every pair gives 1, so d_model / 2 = 4: it sums sines"),
         all_columns=(lambda k, d: 2 * pe_dot(k, d), "expected [4.], got [8.]"),
         wrong_frequencies=(lambda k, d: np.cos(np.asarray(k)[:, None]
                                                * 10000.0 ** (-np.arange(d // 2) / d)).sum(1),
-                           "k = ±10, d_model = 128: symmetric in k: values differ"),
-        measured=(pe_dot_by_table, "your code uses sinusoidal_encoding, which computes the "
-                                   "encodings"),
-        own_table=(pe_dot_own_table, "your code uses sin, a sine, which only the encodings"),
-        own_encodings_at_7_3=(pe_dot_own_encodings, "the rule is a formula in k and the ω_i: "
-                              "your code uses sin"),
-        own_encodings_math=(pe_dot_own_encodings_math, "your code uses sin"),
-        tensor_sin_method=(pe_dot_tensor_sin, "your code uses sin, a sine"),
-        umath_sin=(pe_dot_umath_sin, "your code uses sin, a sine"),
+                           "k = ±10, d_model = 128: symmetric in k: the frequencies are "
+                           "10000^(-i/d_model)"),
+        measured=(pe_dot_by_table, "offsets that no table of whole positions holds, and a "
+                  "formula in k does: it reads k as a whole offset, as a table of positions does"),
+        own_table=(pe_dot_own_table, "k = 100 000: far beyond any table: raised IndexError"),
         rotation_trace=(lambda k, d: np.array([np.trace(positional.relative_position_matrix(
-            int(o), d)) / 2 for o in np.ravel(k)]), "your code uses relative_position_matrix"),
-        complex_exponential_encodings=(pe_dot_complex_exp, "np.exp was given a complex "
-                                       "argument, and a complex exponential holds a sine"),
-        shifted_cosine=(pe_dot_shifted_cosine, "a shifted cosine is a sine (cos(x - π/2) = sin x) "
-                        "and the rule counts it as one"),
+            int(o), d)) / 2 for o in np.ravel(k)]), "it reads k as a whole offset"),
     ),
     *right(nb09.check_add_positions, worked=add_positions,
            explicit_broadcast=lambda X: X + positional.sinusoidal_encoding(
@@ -198,7 +189,7 @@ ROWS = [
         nb09.check_add_positions,
         batch_as_positions=(lambda X: X + positional.sinusoidal_encoding(
             len(X), X.shape[-1])[:, None, :],
-            "2 sentences of 5 tokens, all zero: the output is PE twice: values differ"),
+            "2 sentences of 5 tokens, all zero: the output is PE twice: still the bug"),
         in_place=(add_positions_in_place, "changed its argument `X` in place"),
         pe_of_batch_rows=(lambda X: X + positional.sinusoidal_encoding(len(X), X.shape[-1]),
                           "raised ValueError: operands could not be broadcast"),

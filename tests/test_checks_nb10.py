@@ -5,8 +5,6 @@ import math
 import torch
 import torch.nn.functional as F
 from checker_table import right, table_test, wrong
-from torch import nn
-from torch.nn.attention.bias import causal_lower_right, causal_upper_left
 
 from course_utils import attention
 from course_utils.checks import nb10
@@ -28,6 +26,23 @@ def top_left(q, k, v):
     logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
     weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
     return weights @ v, weights
+
+
+def buggy_causal_attention(q, k, v):
+    """The exercise's given code, as it is."""
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    future = torch.ones(n_q, n_k, dtype=torch.bool).triu(diagonal=n_k - n_q + 1)
+    weights = torch.softmax(scores.masked_fill(~future, float("-inf")), dim=-1)
+    return weights @ v, weights
+
+
+def causal_by_sdpa_is_causal(q, k, v):
+    """F.scaled_dot_product_attention's is_causal=True, which aligns the mask top-left."""
+    keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return out, torch.softmax(logits, -1)
 
 
 def output_only(q, k, v):
@@ -66,13 +81,6 @@ def causal_by_torch(q, k, v):
     return out, torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
 
 
-def causal_by_course_mask(q, k, v):
-    keep = attention.causal_mask(q.shape[-2], k.shape[-2])
-    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
-    weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
-    return weights @ v, weights
-
-
 def padded_causal_by_torch(q, k, v, lengths):
     n = q.shape[-2]
     real = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
@@ -81,59 +89,6 @@ def padded_causal_by_torch(q, k, v, lengths):
     weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
     out = torch.nan_to_num(F.scaled_dot_product_attention(q, k, v, attn_mask=keep), nan=0.0)
     return out, weights
-
-
-def padded_causal_by_closure():
-    """The course's functions held by a closure, under other names."""
-    pm, sa = attention.padding_mask, attention.softmax_attention
-
-    def padded(q, k, v, lengths):
-        return sa(q, k, v, mask=pm(lengths, max_len=q.shape[-2])[:, None, :], causal=True)
-    return padded
-
-
-def causal_by_torch_bias(q, k, v):
-    """PyTorch's ready-made bottom-right mask, turned into a boolean matrix."""
-    keep = causal_lower_right(q.shape[-2], k.shape[-2])._materialize()
-    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
-    weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
-    return weights @ v, weights
-
-
-def padded_causal_by_torch_bias(q, k, v, lengths):
-    """The causal half from PyTorch's top-left mask (N_q = N_k here), the padding half by hand."""
-    n = q.shape[-2]
-    real = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
-    keep = real[:, None, :] & causal_upper_left(n, n)._materialize()
-    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
-    weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
-    return weights @ v, weights
-
-
-def causal_by_square_mask(q, k, v):
-    """nn.Transformer's float mask (0 = attend, -inf = blocked), sliced to bottom-right."""
-    n = max(q.shape[-2], k.shape[-2])
-    bias = nn.Transformer.generate_square_subsequent_mask(n, dtype=q.dtype)[-q.shape[-2]:,
-                                                                            -k.shape[-2]:]
-    weights = torch.nan_to_num(torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-                                             + bias, -1), nan=0.0)
-    return weights @ v, weights
-
-
-def padded_causal_by_square_mask(q, k, v, lengths):
-    """The causal half from nn.Transformer's float mask, the padding half by hand."""
-    n = q.shape[-2]
-    real = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
-    logits = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    logits = (logits + nn.Transformer.generate_square_subsequent_mask(n, dtype=q.dtype))
-    weights = torch.nan_to_num(torch.softmax(logits.masked_fill(~real[:, None, :], -math.inf),
-                                             -1), nan=0.0)
-    return weights @ v, weights
-
-
-def causal_by_getattr(q, k, v):
-    """The course's function under a name built at run time: no name of it in the code."""
-    return getattr(attention, "softmax_" + "attention")(q, k, v, causal=True)
 
 
 # The learner's code in a module of its own, as a notebook's __main__ is.
@@ -149,22 +104,6 @@ def causal_with_own_helper(q, k, v):
     weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
     return weights @ v, weights
 
-
-from course_utils.attention import softmax_attention as sa
-
-
-def causal_by_alias(q, k, v):
-    return sa(q, k, v, causal=True)
-
-
-from torch.nn.attention.bias import causal_lower_right as lower_right
-
-
-def causal_by_bias_alias(q, k, v):
-    keep = lower_right(q.shape[-2], k.shape[-2])._materialize()
-    logits = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~keep, -math.inf)
-    weights = torch.nan_to_num(torch.softmax(logits, -1), nan=0.0)
-    return weights @ v, weights
 """, _LEARNER)
 
 
@@ -184,55 +123,39 @@ ROWS = [
         text=("3.4e-4", "expected a number, got str"),
     ),
     *right(nb10.check_causal_attention, worked=causal_attention,
-           own_helper_named_causal_mask=_LEARNER["causal_with_own_helper"]),
+           own_helper_named_causal_mask=_LEARNER["causal_with_own_helper"],
+           course_utils=lambda q, k, v: attention.softmax_attention(q, k, v, causal=True),
+           torch_sdpa=causal_by_torch),
     *wrong(
         nb10.check_causal_attention,
-        course_utils=(lambda q, k, v: attention.softmax_attention(q, k, v, causal=True),
-                      "your code uses attention.softmax_attention, which builds the mask"),
-        course_mask=(causal_by_course_mask, "your code uses attention.causal_mask"),
-        torch_sdpa=(causal_by_torch, "your code uses F.scaled_dot_product_attention"),
-        course_alias=(_LEARNER["causal_by_alias"], "your code uses attention.softmax_attention"),
-        course_getattr=(causal_by_getattr, "your code uses attention.softmax_attention"),
-        torch_causal_bias=(causal_by_torch_bias, "4 tokens: query i sees keys 0..i: your code "
-                           "uses torch.nn.attention.bias.causal_lower_right, which builds the "
-                           "mask"),
-        square_subsequent_mask=(causal_by_square_mask, "your code uses "
-                                "nn.Transformer.generate_square_subsequent_mask"),
-        torch_causal_bias_alias=(_LEARNER["causal_by_bias_alias"],
-                                 "your code uses torch.nn.attention.bias.causal_lower_right"),
+        the_given_code=(buggy_causal_attention, "still the bug: masked_fill(~future, ...)"),
         the_bug=(lambda q, k, v: causal_attention(q, k, v, keep_future=True),
                  "the map still looks into the future"),
         one_ahead=(lambda q, k, v: causal_attention(q, k, v, shift=2),
                    "the map still looks into the future"),
         strict=(lambda q, k, v: causal_attention(q, k, v, shift=0),
                 "4 tokens: query i sees keys 0..i: output: values differ"),
-        top_left=(top_left, "the last query sees all 5: output: values differ"),
+        top_left=(top_left, "the last query sees all 5: the mask is aligned top-left"),
+        sdpa_is_causal=(causal_by_sdpa_is_causal, "the mask is aligned top-left"),
         nan_rows=(lambda q, k, v: causal_attention(q, k, v, zero_empty=False), "are nan"),
         minus_1e9=(lambda q, k, v: causal_attention(q, k, v, fill=-1e9),
                    "their rows must be 0: output: values differ"),
         output_only=(output_only, "expected a tuple of 2 items (output, weights)"),
     ),
-    *right(nb10.check_padded_causal_attention, worked=padded_causal),
+    *right(nb10.check_padded_causal_attention, worked=padded_causal,
+           course_utils=padded_causal_by_course, torch_sdpa=padded_causal_by_torch),
     *wrong(
         nb10.check_padded_causal_attention,
-        course_utils=(padded_causal_by_course, "your code uses attention.padding_mask"),
-        torch_sdpa=(padded_causal_by_torch, "your code uses F.scaled_dot_product_attention"),
-        course_in_closure=(padded_causal_by_closure(), "your code uses attention.padding_mask"),
-        course_getattr=(lambda q, k, v, n: getattr(attention, "softmax_" + "attention")(
-            q, k, v, causal=True), "your code uses attention.softmax_attention"),
-        torch_causal_bias=(padded_causal_by_torch_bias,
-                           "your code uses torch.nn.attention.bias.causal_upper_left"),
-        square_subsequent_mask=(padded_causal_by_square_mask, "your code uses "
-                                "nn.Transformer.generate_square_subsequent_mask"),
+        course_causal_only=(lambda q, k, v, n: attention.softmax_attention(q, k, v, causal=True),
+                            "keys 2 and 3 are padding: output: values differ"),
         causal_only=(lambda q, k, v, n: padded_causal(q, k, v, n, padding=False),
                      "keys 2 and 3 are padding: output: values differ"),
         padding_only=(lambda q, k, v, n: padded_causal(q, k, v, n, causal=False),
                       "the causal mask alone: output: values differ"),
         masks_queries=(lambda q, k, v, n: padded_causal(q, k, v, n, keys=False),
-                       "keys 2 and 3 are padding: the rows of sentence 1's padded queries"),
+                       "keys 2 and 3 are padding: the rows of padded queries are all 0"),
         queries_and_keys=(lambda q, k, v, n: padded_causal(q, k, v, n, queries_too=True),
-                          "padded queries (2 and after) are all 0: the padding mask is about "
-                          "keys"),
+                          "the rows of padded queries are all 0: the padding mask is about keys"),
         minus_1e9=(lambda q, k, v, n: padded_causal(q, k, v, n, fill=-1e9),
                    "sentence 1 is empty: every row sees nothing and must be 0: output"),
         nan_rows=(lambda q, k, v, n: padded_causal(q, k, v, n, zero_empty=False), "are nan"),

@@ -35,14 +35,6 @@ def multi_head_attention_by_course(x, w_q, w_k, w_v, w_o, n_heads):
     return attention.merge_heads(attention.softmax_attention(q, k, v)[0]) @ w_o
 
 
-def multi_head_attention_course_softmax(x, w_q, w_k, w_v, w_o, n_heads):
-    """The split and merge by hand, each head's attention by the course's softmax_attention."""
-    b, n, d_model = x.shape
-    q, k, v = (split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
-    z, _ = attention.softmax_attention(q, k, v)
-    return z.transpose(1, 2).reshape(b, n, d_model) @ w_o
-
-
 def multi_head_attention_by_torch(x, w_q, w_k, w_v, w_o, n_heads):
     """The split by hand, each head's attention by F.scaled_dot_product_attention."""
     b, n, d_model = x.shape
@@ -81,53 +73,28 @@ def attention_parameters_by_torch(d_model, n_heads, d_head, bias=True):
     return sum(p.numel() for layer in projections for p in layer.parameters())
 
 
-def multi_head_attention_by_getattr(x, w_q, w_k, w_v, w_o, n_heads):
-    """The course's functions under names built at run time: no name of them in the code."""
-    split, merge = (getattr(attention, part + "_heads") for part in ("split", "merge"))
-    q, k, v = (split(x @ w, n_heads) for w in (w_q, w_k, w_v))
-    return merge(getattr(attention, "softmax_" + "attention")(q, k, v)[0]) @ w_o
-
-
-def multi_head_attention_by_alias():
-    """The course's softmax_attention held by a closure under another name."""
-    sa = attention.softmax_attention
-
-    def mha(x, w_q, w_k, w_v, w_o, n_heads):
-        b, n, d_model = x.shape
-        q, k, v = (split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
-        return sa(q, k, v)[0].transpose(1, 2).reshape(b, n, d_model) @ w_o
-    return mha
-
-
-def multi_head_attention_by_nn(x, w_q, w_k, w_v, w_o, n_heads):
-    """torch's nn.MultiheadAttention with the given weights, reached by getattr."""
+def multi_head_attention_by_nn(x, w_q, w_k, w_v, w_o, n_heads, transpose=True):
+    """torch's nn.MultiheadAttention with the given weights (nn.Linear stores W transposed)."""
     d_model = x.shape[-1]
-    layer = getattr(torch.nn, "Multihead" + "Attention")(d_model, n_heads, bias=False,
-                                                        batch_first=True).double()
+    layer = nn.MultiheadAttention(d_model, n_heads, bias=False, batch_first=True).double()
+    t = (lambda w: w.T) if transpose else (lambda w: w)
     with torch.no_grad():
-        layer.in_proj_weight.copy_(torch.cat([w_q.T, w_k.T, w_v.T]))
-        layer.out_proj.weight.copy_(w_o.T)
+        layer.in_proj_weight.copy_(torch.cat([t(w_q), t(w_k), t(w_v)]))
+        layer.out_proj.weight.copy_(t(w_o))
     return layer(x, x, x, need_weights=False)[0]
 
 
 ROWS = [
-    *right(nb11.check_multi_head_attention, worked=multi_head_attention),
+    *right(nb11.check_multi_head_attention, worked=multi_head_attention,
+           course_utils=multi_head_attention_by_course, torch_sdpa=multi_head_attention_by_torch,
+           torch_nn=multi_head_attention_by_nn),
     *wrong(
         nb11.check_multi_head_attention,
-        course_utils=(multi_head_attention_by_course, "your code uses attention.merge_heads, "
-                      "which does a step the exercise asks you to write"),
-        course_attention=(multi_head_attention_course_softmax, "your code uses "
-                          "attention.softmax_attention"),
-        torch_sdpa=(multi_head_attention_by_torch, "your code uses "
-                    "F.scaled_dot_product_attention"),
-        course_getattr=(multi_head_attention_by_getattr, "your code uses attention.split_heads"),
-        course_alias=(multi_head_attention_by_alias(), "your code uses "
-                      "attention.softmax_attention"),
-        torch_nn=(multi_head_attention_by_nn, "your code uses nn.MultiheadAttention"),
         the_given_code=(lambda *args: multi_head_attention(*args, scale_by_d_model=True,
                                                            transpose=False),
-                        "without the transpose, so each 'head' mixes features of several "
-                        "tokens (section 2); and the scores are divided by √d_model"),
+                        "two heads, d_k = 4: still the bug: the heads are split by a plain "
+                        "reshape, without the transpose: each 'head' mixes tokens; and the scores "
+                        "are divided by √d_model"),
         scaled_by_d_model=(lambda *args: multi_head_attention(*args, scale_by_d_model=True),
                            "two heads, d_k = 4: the scores are divided by √d_model"),
         no_transpose=(lambda *args: multi_head_attention(*args, transpose=False),
@@ -139,6 +106,9 @@ ROWS = [
                                  "two heads, d_k = 4: the heads are merged by a plain reshape"),
         forgets_w_o=(lambda *args: multi_head_attention(*args, use_w_o=False),
                      "one head: plain attention: values differ"),
+        torch_nn_weights_not_transposed=(
+            lambda *args: multi_head_attention_by_nn(*args, transpose=False),
+            "one head: plain attention: values differ"),
     ),
     *right(nb11.check_heads_match_projections, worked=2 * 512, as_float=1024.0),
     *wrong(
@@ -146,7 +116,7 @@ ROWS = [
         scores_only=(4 * 512, "where Q_i K_iᵀ alone costs as much as the projections"),
         three_projections=(768, "the concatenated heads times W^O is a fourth"),
         one_head=(2 * 512 * 8, "the question sums over all h = 8 heads"),
-        d_model_per_head=(128, "they have d_k = d_model / h = 64 terms"),
+        d_model_per_head=(128, "they have d_k = 64 terms"),
         d_model=(512, "512 is too low: write both counts as formulas in N"),
         a_string=("1024", "expected a number, got"),
     ),
@@ -161,12 +131,11 @@ ROWS = [
             d, h, d_head, bias, q_bias=d),
                            "16 heads of 64 on d_model = 512: about twice the base model's: the "
                            "weights are right, but the biases of W^Q, W^K and W^V were counted "
-                           "with d_model = 512 entries each"),
+                           "with d_model entries each"),
         biases_of_h_d_head=(lambda d, h, d_head, bias=True: attention_parameters(
             d, h, d_head, bias, out_bias=h * d_head),
                             "h·d_head = 128 < d_model = 768: the weights are right, but W^O's bias "
-                            "was counted with h·d_head = 128 entries: W^O's output has "
-                            "d_model = 768 features"),
+                            "was counted with h·d_head entries: W^O outputs d_model features"),
         square_w_o=(lambda d, h, d_head, bias=True: attention_parameters(d, h, d_head, bias,
                                                                          out_in=d),
                     "T5-11B: h·d_head = 16,384 > d_model, no biases: values differ: expected "

@@ -3,6 +3,7 @@
 import functools
 import math
 
+import pytest
 import torch
 import torch.nn.functional as F
 from checker_table import right, table_test, wrong
@@ -25,6 +26,10 @@ def layer_norm(x, gamma, beta, eps=1e-5, dim=-1, correction=0, eps_place="inside
     return gamma * (x - mu) / scale + beta
 
 
+def layer_norm_by_own_helper(x, gamma, beta, eps=1e-5):
+    return layer_norm(x, gamma, beta, eps)  # the learner's own layer_norm: no note
+
+
 def layer_norm_over_everything(x, gamma, beta, eps=1e-5):
     centred = x - x.mean()
     return gamma * centred / torch.sqrt(centred.pow(2).mean() + eps) + beta
@@ -33,6 +38,22 @@ def layer_norm_over_everything(x, gamma, beta, eps=1e-5):
 def layer_norm_in_place(x, gamma, beta, eps=1e-5):
     x -= x.mean(dim=-1, keepdim=True)
     return gamma * x / torch.sqrt((x**2).mean(dim=-1, keepdim=True) + eps) + beta
+
+
+def layer_norm_by_functional(x, gamma, beta, eps=1e-5):
+    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps)
+
+
+def layer_norm_by_module_default_eps(x, gamma, beta, eps=1e-5):
+    norm = torch.nn.LayerNorm(x.shape[-1], dtype=x.dtype)  # eps is left at 1e-5
+    with torch.no_grad():
+        norm.weight.copy_(gamma)
+        norm.bias.copy_(beta)
+    return norm(x).detach()
+
+
+def layer_norm_by_fresh_module(x, gamma, beta, eps=1e-5):
+    return torch.nn.LayerNorm(x.shape[-1], eps=eps, dtype=x.dtype)(x).detach()  # γ = 1, β = 0
 
 
 def layer_norm_by_module(x, gamma, beta, eps=1e-5):
@@ -130,22 +151,21 @@ def pre_ln_block_by_torch(x, gamma, beta, w1, b1, w2, b2):
     return x + F.linear(F.relu(F.linear(h, w1.T, b1)), w2.T, b2)
 
 
+def pre_ln_block_by_own_layer_norm(x, gamma, beta, w1, b1, w2, b2):
+    return x + torch.relu(layer_norm(x, gamma, beta) @ w1 + b1) @ w2 + b2  # Exercise 1's
+
+
 def the_given_block(x, gamma, beta, w1, b1, w2, b2):
     return pre_ln_block(x, gamma, beta, w1, b1, w2, b2, dim=-2, add_normalized=True)
 
 
 ROWS = [
-    *right(nb12.check_layer_norm, worked=layer_norm),
+    *right(nb12.check_layer_norm, worked=layer_norm, functional=layer_norm_by_functional,
+           module=layer_norm_by_module, course_module=layer_norm_by_course,
+           course_alias=layer_norm_by_alias, group_norm=layer_norm_by_group_norm,
+           rms_norm=layer_norm_by_rms_norm, own_helper=layer_norm_by_own_helper),
     *wrong(
         nb12.check_layer_norm,
-        functional=(lambda x, gamma, beta, eps=1e-5: F.layer_norm(x, x.shape[-1:], gamma, beta,
-                                                                 eps),
-                    "it calls F.layer_norm, a ready-made layer normalization"),
-        module=(layer_norm_by_module, "it calls nn.LayerNorm"),
-        native=(lambda x, gamma, beta, eps=1e-5: getattr(torch, "native_" + "layer_norm")(
-            x, x.shape[-1:], gamma, beta, eps)[0], "it calls torch.native_layer_norm"),
-        native_named=(lambda x, gamma, beta, eps=1e-5: torch.native_layer_norm(
-            x, x.shape[-1:], gamma, beta, eps)[0], "it calls torch.native_layer_norm"),
         unbiased=(lambda *args, **kw: layer_norm(*args, **kw, correction=1),
                   "the variance divides by d_model - 1"),
         eps_outside=(lambda *args, **kw: layer_norm(*args, **kw, eps_place="outside"),
@@ -156,23 +176,26 @@ ROWS = [
                         "μ and σ² are taken over dim 0, across the batch"),
         over_everything=(layer_norm_over_everything, "μ and σ² are taken over the whole tensor"),
         ignores_eps=(lambda x, gamma, beta, eps=1e-5: layer_norm(x, gamma, beta),
-                     "eps = 0.1 matters: values differ"),
+                     "eps = 0.1 matters: it ignores the eps argument"),
         in_place=(layer_norm_in_place, "changed its argument `x` in place"),
-        course_module=(layer_norm_by_course, "it calls the course's norms.LayerNorm, a "
-                                             "ready-made layer normalization"),
-        course_alias=(layer_norm_by_alias, "it calls the course's norms.LayerNorm"),
-        group_norm=(layer_norm_by_group_norm, "it calls F.group_norm, a ready-made"),
-        aten=(layer_norm_by_aten, "it calls PyTorch's layer_norm"),
-        partial=(layer_norm_by_partial, "it calls PyTorch's layer_norm"),
-        aten_rms_norm=(layer_norm_by_aten_rms_norm, "it calls PyTorch's rms_norm"),
-        partial_rms_norm=(layer_norm_by_partial_rms_norm, "it calls PyTorch's rms_norm"),
-        native_group_norm=(layer_norm_by_native_group_norm,
-                           "it calls PyTorch's native_group_norm"),
-        instance_norm=(layer_norm_by_instance_norm, "it calls F.instance_norm, a ready-made"),
-        batch_norm=(layer_norm_by_batch_norm, "it calls F.batch_norm, a ready-made"),
-        rms_norm=(layer_norm_by_rms_norm, "it calls F.rms_norm, a ready-made"),
+        functional_whole_shape=(lambda x, gamma, beta, eps=1e-5: F.layer_norm(x, x.shape, eps=eps)
+                                * gamma + beta, "μ and σ² are taken over the whole tensor"),
+        functional_shape_1=(lambda x, gamma, beta, eps=1e-5: gamma * F.layer_norm(
+            x, x.shape[1:], eps=eps) + beta, "a batch (3, 5, 6) with γ and β: μ and σ² are taken "
+            "over the last two dims"),
+        functional_no_affine=(lambda x, gamma, beta, eps=1e-5: F.layer_norm(x, x.shape[-1:],
+                                                                           eps=eps),
+                              "a batch (3, 5, 6) with γ and β: γ and β are ignored"),
+        module_default_eps=(layer_norm_by_module_default_eps,
+                            "eps = 0.1 matters: it ignores the eps argument"),
+        module_fresh=(layer_norm_by_fresh_module, "γ and β are ignored"),
+        var_default=(lambda x, gamma, beta, eps=1e-5: gamma * (x - x.mean(-1, keepdim=True))
+                     / torch.sqrt(x.var(-1, keepdim=True) + eps) + beta,
+                     "the variance divides by d_model - 1 (torch.var's default)"),
+        rms_not_centred=(lambda x, gamma, beta, eps=1e-5: F.rms_norm(x, x.shape[-1:], gamma, eps)
+                         + beta, "a batch (3, 5, 6) with γ and β: values differ"),
     ),
-    *right(nb12.check_llama_d_ff, worked=256 * math.ceil(2 * 4 * 4096 / 3 / 256)),
+    *right(nb12.check_llama_d_ff, worked=256 * math.ceil(2 * 4 * 4096 / 3 / 256), as_float=11008.0),
     *wrong(
         nb12.check_llama_d_ff,
         not_rounded=(8 * 4096 / 3, "is too low: that is (8/3) d_model itself; LLaMA rounds it up"),
@@ -180,15 +203,16 @@ ROWS = [
         rounded_down=(42 * 256, "LLaMA rounds up"),
         paper_width=(4 * 4096, "is too high: that is the paper's d_ff = 4 d_model"),
         upside_down=(6 * 4096, "the equation is upside down"),
-        next_multiple_too_far=(44 * 256, "is too high: count the weights of both networks"),
-        parameter_count=(3 * 4096 * 11008, "is too high: count the weights"),
+        next_multiple_too_far=(44 * 256, "is too high: count both networks' weights"),
+        parameter_count=(3 * 4096 * 11008, "is too high: count both networks' weights"),
         a_string=("11008", "expected a number, got str"),
-        as_float=(11008.0, "11008.0 is a float: the exercise asks for an integer"),
     ),
-    *right(nb12.check_pre_ln_block, worked=pre_ln_block, torch=pre_ln_block_by_torch),
+    *right(nb12.check_pre_ln_block, worked=pre_ln_block, torch=pre_ln_block_by_torch,
+           own_layer_norm=pre_ln_block_by_own_layer_norm),
     *wrong(
         nb12.check_pre_ln_block,
-        the_given_code=(the_given_block, "two mistakes: LayerNorm runs over the tokens"),
+        the_given_code=(the_given_block, "still the bug: two mistakes, LayerNorm runs over the "
+                        "tokens"),
         over_tokens=(lambda *args: pre_ln_block(*args, dim=-2),
                      "LayerNorm runs over the tokens (dim=-2)"),
         adds_normalized=(lambda *args: pre_ln_block(*args, add_normalized=True),
@@ -202,7 +226,7 @@ ROWS = [
                       "zero weights: the block must be the identity: the output is LN(x), which "
                       "both post-LN"),
         gelu=(lambda *args: pre_ln_block(*args, activation=F.gelu),
-              "(2, 5, 8), d_ff = 32: the feed-forward network applies GELU"),
+              "(2, 5, 8), d_ff = 32: the FFN applies GELU"),
         eps_1e6=(lambda *args: pre_ln_block(*args, eps=1e-6),
                  "(2, 5, 8), d_ff = 32: ε is 1e-6"),
         no_norm=(lambda x, gamma, beta, w1, b1, w2, b2: x + torch.relu(x @ w1 + b1) @ w2 + b2,
@@ -215,3 +239,17 @@ ROWS = [
 ]
 
 test_checker = table_test(ROWS)
+
+
+@pytest.mark.parametrize("answer, called", [
+    (layer_norm_by_functional, "layer_norm"), (layer_norm_by_module, "LayerNorm"),
+    (layer_norm_by_alias, "LayerNorm"), (layer_norm_by_aten, "layer_norm"),
+    (layer_norm_by_partial, "layer_norm"), (layer_norm_by_group_norm, "group_norm"),
+    (layer_norm_by_instance_norm, "instance_norm"), (layer_norm_by_batch_norm, "batch_norm"),
+    (layer_norm_by_rms_norm, "rms_norm"), (layer_norm, None), (layer_norm_by_own_helper, None),
+])
+def test_a_library_norm_passes_with_a_note(answer, called, capsys):
+    result = nb12.check_layer_norm(answer)
+    assert result.passed
+    assert result.note == (called and f"passes; it calls {called}, and the exercise is to write "
+                                      "that step yourself")

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from checker_table import right, table_test, wrong
@@ -20,6 +21,25 @@ def pad_and_mask(sequences, pad_id, dtype=torch.long, mask_dtype=torch.bool):
         padded[row, : len(seq)] = torch.tensor(seq, dtype=dtype)
         mask[row, : len(seq)] = True
     return padded, mask
+
+
+def mask_from_ids(sequences, pad_id):  # True wherever the id is not pad_id
+    padded = pad_and_mask(sequences, pad_id)[0]
+    return padded, padded != pad_id
+
+
+def pad_with_own_helper(sequences, pad_id):  # the learner's own pad_sequences, np.stack of rows
+    padded = pad_sequences(sequences, pad_id)
+    lengths = torch.tensor([len(s) for s in sequences])
+    return padded, torch.arange(padded.shape[1]) < lengths[:, None]
+
+
+def pad_sequences(sequences, pad_id):  # the name of the course's function, written here
+    if not sequences:
+        raise ValueError("no sequences")
+    longest = max(len(s) for s in sequences)
+    return torch.from_numpy(np.stack([np.array(s + [pad_id] * (longest - len(s)), dtype=np.int64)
+                                      for s in sequences]))
 
 
 def pad_in_place(sequences, pad_id):
@@ -109,17 +129,15 @@ def smoothed_cross_entropy_by_torch(logits, targets, pad_id, eps, check=True):
 
 
 ROWS = [
-    *right(nb14.check_pad_and_mask, worked=pad_and_mask),
+    *right(nb14.check_pad_and_mask, worked=pad_and_mask, own_helper=pad_with_own_helper),
     *wrong(
         nb14.check_pad_and_mask,
-        mask_from_ids=(lambda seqs, pad: (pad_and_mask(seqs, pad)[0],
-                                          pad_and_mask(seqs, pad)[0] != pad),
-                       "a real 0 inside a sentence: the mask comes from the lengths: mask: "
-                       "values differ"),
+        mask_from_ids=(mask_from_ids, "a real 0 inside a sentence: the mask comes from the "
+                       "lengths: the mask is read from the ids (padded != pad_id)"),
         int_mask=(lambda seqs, pad: pad_and_mask(seqs, pad, mask_dtype=torch.long),
-                  "mask: dtype: expected bool entries (torch.bool), got torch.int64"),
+                  "mask: dtype: expected torch.bool, got torch.int64"),
         float_padded=(lambda seqs, pad: pad_and_mask(seqs, pad, dtype=torch.float32),
-                      "padded: dtype: expected integer entries (torch.int64), got torch.float32"),
+                      "padded: dtype: expected torch.int64, got torch.float32"),
         int32_padded=(lambda seqs, pad: pad_and_mask(seqs, pad, dtype=torch.int32),
                       "padded: dtype: expected torch.int64"),
         left_padded=(left_padded, "three lengths, pad 0: padded: values differ"),
@@ -128,7 +146,7 @@ ROWS = [
     *right(nb14.check_untrained_loss, estimate=math.log(43) + 0.5, measured=4.24),
     *wrong(
         nb14.check_untrained_loss,
-        log_v=(math.log(43), "3.7612 is too low: that is log V, the loss of a uniform guess"),
+        log_v=(math.log(43), "3.7612 is too low: that is log V, a uniform guess"),
         untrained_model=(4.184, "4.184 is too low: that is section 6's untrained model"),
         three_percent_low=(4.1, "4.1 is too low: write the loss at one position"),
         log_v_plus_variance=(math.log(43) + 1, "4.7612 is too high: that adds σ² = 1"),
@@ -141,8 +159,8 @@ ROWS = [
                                                   make_optimizer=lambda p: _ZeroingSGD(m, lr))),
     *wrong(
         nb14.check_train,
-        as_given=(lambda *a: train(*a, order="between"), "the weights never moved, so the loss "
-                  "cannot fall"),
+        as_given=(lambda *a: train(*a, order="between"), "6 batches, lr 0.5: still the bug: the "
+                  "weights never moved, so the loss cannot fall"),
         never_zeroed=(lambda *a: train(*a, order="never"), "the gradients add up from step to "
                       "step: backward() adds (+=) into .grad"),
         adam=(lambda m, b, lr: train(m, b, lr, make_optimizer=lambda p: torch.optim.Adam(p, lr)),
@@ -151,18 +169,17 @@ ROWS = [
             p, lr, momentum=0.9)), "6 batches, lr 0.5: the SGD has momentum=0.9: the exercise's "
                   "step is plain SGD"),
         tensors=(lambda *a: [torch.tensor(v) for v in train(*a)][:-1],
-                 "losses: shape: expected (6,), got (5,)"),
+                 "6 batches, lr 0.5: shape: expected (6,), got (5,)"),
     ),
     *right(nb14.check_smoothed_cross_entropy, worked=smoothed_cross_entropy,
-           from_q=smoothed_cross_entropy_from_q),
+           from_q=smoothed_cross_entropy_from_q,
+           by_torch=smoothed_cross_entropy_by_torch,  # label_smoothing=: a note, not a failure
+           by_course_utils=sequence_loss),
     *wrong(
         nb14.check_smoothed_cross_entropy,
         wrong_tokens_only=(lambda *args: smoothed_cross_entropy(*args, spread="others"),
                            "alpha = 1: the target is uniform: this gives α/(V − 1) to each wrong "
                            "token only"),
-        torch=(smoothed_cross_entropy_by_torch, "the paper's alpha = 0.1, padding at the ends of "
-               "rows: smoothed_cross_entropy_by_torch must build the smoothed target itself"),
-        course_utils=(sequence_loss, "sequence_loss must build the smoothed target itself"),
         mean_with_padding=(lambda logits, targets, pad_id, eps: smoothed_cross_entropy_from_q(
             logits, targets, -1, eps),  # no target equals -1: every position is averaged
                            "the padded positions are averaged in with their own losses"),
@@ -179,7 +196,7 @@ ROWS = [
             *args, log_p=lambda z, dim: torch.log(torch.softmax(z, dim=dim))),
                         "large logits: log_softmax, not log(softmax): values differ"),
         torch_unchecked=(lambda *args: smoothed_cross_entropy_by_torch(*args, check=False),
-                         "must build the smoothed target itself"),
+                         "only padding: nothing to average: should raise ValueError"),
         a_float=(lambda *args: smoothed_cross_entropy(*args).item(),
                  "expected a torch.Tensor, got float"),
     ),

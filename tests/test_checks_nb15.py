@@ -9,9 +9,6 @@ from checker_table import right, table_test, wrong
 from course_utils import positional, sampling
 from course_utils.checks import nb15
 
-sampler = sampling  # as `from course_utils import sampling as sampler`
-tt = torch  # as `import torch as tt`
-
 
 def rope_score_terms(q, k, phase_sign=1.0, with_phase=True):
     q0, q1, k0, k1 = q[0::2], q[1::2], k[0::2], k[1::2]
@@ -72,7 +69,7 @@ def gqa_einsum(q, k, v):
     return torch.einsum("bhgqk,bhkd->bhgqd", scores.softmax(-1), v).flatten(1, 2)
 
 
-def gqa_broadcast_matmul(q, k, v):  # `@` against k[:, :, None]: PyTorch expands k and copies it
+def gqa_broadcast_matmul(q, k, v):  # q in groups, `@` against k[:, :, None]: broadcasting
     b, h_q, length, d = q.shape
     h_kv = k.shape[1]
     grouped = q.view(b, h_kv, h_q // h_kv, length, d)           # (B, H_kv, g, L, d)
@@ -84,11 +81,6 @@ def gqa_sdpa(q, k, v):
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
 
 
-def gqa_times_ones(q, k, v):  # broadcasting against ones writes G copies
-    g = q.shape[1] // k.shape[1]
-    ones = torch.ones(1, 1, g, 1, 1, dtype=k.dtype)
-    return _repeated_attention(q, (k[:, :, None] * ones).flatten(1, 2),
-                               (v[:, :, None] * ones).flatten(1, 2))
 
 
 def gqa_broadcast_tensors(q, k, v):
@@ -99,16 +91,58 @@ def gqa_broadcast_tensors(q, k, v):
     return _repeated_attention(q, k5.flatten(1, 2), v5.flatten(1, 2))
 
 
+def gqa_expand(q, k, v):  # a view of k per group, flattened: a copy
+    g = q.shape[1] // k.shape[1]
+    k2 = k[:, :, None].expand(-1, -1, g, -1, -1).flatten(1, 2)
+    v2 = v[:, :, None].expand(-1, -1, g, -1, -1).flatten(1, 2)
+    return _repeated_attention(q, k2, v2)
+
+
+def gqa_stack(q, k, v):  # G copies of each K/V head, side by side
+    g = q.shape[1] // k.shape[1]
+    return _repeated_attention(q, torch.stack([k] * g, dim=2).flatten(1, 2),
+                               torch.stack([v] * g, dim=2).flatten(1, 2))
+
+
+def gqa_tile(q, k, v):
+    g = q.shape[1] // k.shape[1]
+    k2 = torch.tile(k[:, :, None], (1, 1, g, 1, 1)).flatten(1, 2)
+    v2 = torch.tile(v[:, :, None], (1, 1, g, 1, 1)).flatten(1, 2)
+    return _repeated_attention(q, k2, v2)
+
+
+def gqa_gather(q, k, v):  # each query head's K/V head picked by an index: G copies
+    b, h_q, length, d = q.shape
+    heads = torch.zeros(b, h_q, length, d, dtype=torch.long) + (
+        torch.arange(h_q) // (h_q // k.shape[1])).view(1, -1, 1, 1)
+    return _repeated_attention(q, k.gather(1, heads), v.gather(1, heads))
+
+
+def gqa_per_head(q, k, v):  # a loop over the query heads, each reading a view of its K/V head
+    g, d = q.shape[1] // k.shape[1], q.shape[-1]
+    out = torch.empty_like(q)
+    for i in range(q.shape[1]):
+        weights = (q[:, i] @ k[:, i // g].transpose(-1, -2) / math.sqrt(d)).softmax(-1)
+        out[:, i] = weights @ v[:, i // g]
+    return out
+
+
+def scaled_dot_product_attention(q, k, v):  # the learner's own, under the library's name
+    grouped = q.unflatten(1, (k.shape[1], -1))
+    weights = (grouped @ k.unsqueeze(2).transpose(-1, -2) / math.sqrt(q.shape[-1])).softmax(-1)
+    return (weights @ v.unsqueeze(2)).flatten(1, 2)
+
+
+def gqa_own_helper(q, k, v):
+    return scaled_dot_product_attention(q, k, v)
+
+
 def gqa_repeat(q, k, v):
     g = q.shape[1] // k.shape[1]
     return torch.nn.functional.scaled_dot_product_attention(q, k.repeat_interleave(g, 1),
                                                             v.repeat_interleave(g, 1))
 
 
-def gqa_index(q, k, v):
-    heads = [h // (q.shape[1] // k.shape[1]) for h in range(q.shape[1])]
-    scores = q @ k[:, heads].transpose(-1, -2) / math.sqrt(q.shape[-1])
-    return scores.softmax(-1) @ v[:, heads]
 
 
 def gqa_interleaved_groups(q, k, v):  # heads grouped 0, 1, 0, 1: a view, but the wrong one
@@ -168,18 +202,12 @@ def top_p_torch(logits, temperature, top_p):  # section 6's rule, right, but in 
     return (out / out.sum()).numpy()
 
 
-def top_p_torch_alias(logits, temperature, top_p):  # the same library under another name
-    if not 0 < top_p <= 1:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-    return sampler.filter_probs(tt.from_numpy(logits), temperature, top_p=top_p).numpy()
 
 
-def top_p_built_name(logits, temperature, top_p):  # filter_probs fetched by a built name
-    if not 0 < top_p <= 1:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-    library = getattr(nb15, "samp" + "ling")
-    tensor = getattr(nb15, "tor" + "ch").from_numpy(logits)
-    return getattr(library, "filter_" + "probs")(tensor, temperature, top_p=top_p).numpy()
+
+
+def top_p_library(logits, temperature, top_p):  # section 6's function does the work
+    return sampling.filter_probs(torch.from_numpy(logits), temperature, top_p=top_p).numpy()
 
 
 def top_p_refuses_only_zero(logits, temperature, top_p):  # top_p = 1.5 gets through
@@ -193,13 +221,6 @@ def rope_score_terms_negative(q, k):  # A < 0 where the phase is shifted by π: 
     return -amplitude, phase + np.pi
 
 
-def gqa_slice_fill(q, k, v):  # a new buffer filled head by head: G copies of the K/V heads
-    g = q.shape[1] // k.shape[1]
-    k2, v2 = torch.empty_like(q), torch.empty_like(q)
-    for i in range(q.shape[1]):
-        k2[:, i] = k[:, i // g]
-        v2[:, i] = v[:, i // g]
-    return _repeated_attention(q, k2, v2)
 
 
 def gqa_via_numpy(q, k, v):  # np.asarray(k) copies k out of PyTorch, np.repeat copies it G times
@@ -267,12 +288,12 @@ ROWS = [
         round_thousands=(37000, "37,000 is too low"),
         without_weights=(46603, "46,603 is too high: that is what 640 GiB holds with no weights"),
         query_heads=(4628, "4628 is too low: that counts the 64 query heads"),
-        one_conversation=(1666243, "the memory is shared by 45"),
-        one_byte_per_number=(74055, "74,055 is too high: that halves the bytes of a token: each "
-                             "token stores a key and a value, 2 bytes per number in bfloat16"),
+        one_conversation=(1666243, "that is one conversation's context; 45 share the memory"),
+        one_byte_per_number=(74055, "74,055 is too high: that halves a token's bytes: a key and a "
+                             "value, 2 bytes a number"),
         gb_as_gib=(36321, "a GiB is 2³⁰ bytes, not 10⁹"),
-        weights_one_byte=(41815, "41,815 is too high: that counts 1 byte per weight; the weights "
-                          "take 2 bytes each: 141.2·10⁹ bytes"),
+        weights_one_byte=(41815, "41,815 is too high: that counts 1 byte per weight; a weight "
+                          "takes 2 bytes"),
         machine_in_gb=(33827, "33,827 is too low: that reads 80 GiB as 80·10⁹ bytes; a GiB is 2³⁰ "
                        "bytes"),
         other=(20000, "20,000 is too low: count the bytes the weights leave"),
@@ -282,67 +303,61 @@ ROWS = [
     *wrong(
         nb15.check_rope_score_terms,
         phase_sign=(lambda q, k: rope_score_terms(q, k, phase_sign=-1.0),
-                    "the score is -sin Δ, so k's angle enters the phase: values differ"),
+                    "the score is -sin Δ, so k's angle enters the phase: the phases have the "
+                    "wrong sign"),
         no_phase=(lambda q, k: rope_score_terms(q, k, with_phase=False),
-                  "the score is -sin Δ, so k's angle enters the phase: values differ"),
+                  "the score is -sin Δ, so k's angle enters the phase: every phase is 0"),
         dot_per_pair=(rope_score_as_dot, "the score is -sin Δ"),
         one_total=(lambda q, k: (q @ k, 0.0),
-                   "expected amplitudes and phases of shape (1,), one per pair"),
+                   "amplitudes: expected a numpy.ndarray, got numpy.float64"),
         negative_amplitude=(rope_score_terms_negative, "put the sign into the phase (ψ + π)"),
     ),
-    *right(nb15.check_top_p, worked=top_p_probs),
+    *right(nb15.check_top_p, worked=top_p_probs, in_torch=top_p_torch,
+           library=top_p_library),  # a note: it calls filter_probs
     *wrong(
         nb15.check_top_p,
         given=(nb15.top_p_given, "a confident model: 0.9 alone passes top_p = 0.5, and that one "
-               "token must stay: values differ: expected [1., 0., 0.], got [nan, nan, nan]"),
+               "token must stay: still the bug"),
         before_at_most=(top_p_before_at_most, "the next token's total before it is 0.5, not "
                         "below, so it goes: values differ"),
-        keep_first_only=(top_p_keep_first_only, "the 0.15 that crosses 0.8 stays: values differ"),
-        refuses_only_zero=(top_p_refuses_only_zero, "top_p = 1.5 is not in (0, 1]: a ValueError"),
-        library=(lambda z, t, p: sampling.filter_probs(torch.from_numpy(z), t, top_p=p).numpy(),
-                 "your code uses sampling.filter_probs, and the rule is NumPy only, without "
-                 "course_utils.sampling or torch"),
-        in_torch=(top_p_torch, "your code uses torch, and the rule is NumPy only"),
-        alias=(top_p_torch_alias, "your code uses course_utils.sampling, and the rule is NumPy"),
-        built_name=(top_p_built_name, "your code uses sampling.filter_probs, and the rule is "
-                    "NumPy only"),
+        keep_first_only=(top_p_keep_first_only, "the 0.15 that crosses 0.8 stays: still the bug"),
+        refuses_only_zero=(top_p_refuses_only_zero, "top_p = 1.5 is not in (0, 1]: ValueError: "
+                           "should raise ValueError"),
     ),
-    *right(nb15.check_gqa_attention, worked=gqa_einsum, folded=gqa),
+    *right(nb15.check_gqa_attention, worked=gqa_einsum, folded=gqa,
+           broadcast_matmul=gqa_broadcast_matmul, per_head=gqa_per_head,
+           own_helper=gqa_own_helper),
     *wrong(
         nb15.check_gqa_attention,
-        repeat_interleave=(gqa_repeat, "it calls `repeat_interleave` on k or v: the rule is no "
+        repeat_interleave=(gqa_repeat, "the rule: it calls repeat_interleave: the rule is no "
                            "copy of the K/V heads"),
-        index_heads=(gqa_index, "it picks heads of k or v by a list of indices"),
-        expand=(lambda q, k, v: gqa_repeat(q, k[:, :, None].expand(-1, -1, 2, -1, -1)
-                                           .flatten(1, 2), v),
-                "it calls `expand` on k or v"),
-        interleaved_groups=(gqa_interleaved_groups, "query heads 0, 1 read K/V head 0: values "
-                            "differ"),
+        expand=(gqa_expand, "the rule: it calls expand"),
+        stack=(gqa_stack, "the rule: it calls stack"),
+        tile=(gqa_tile, "the rule: it calls tile"),
+        gather=(gqa_gather, "the rule: it calls gather"),
+        interleaved_groups=(gqa_interleaved_groups, "query heads 0, 1 read K/V head 0: the query "
+                            "heads are grouped 0, 1, 0, 1, …"),
         unscaled=(gqa_unscaled, "these are the unscaled scores: divide QKᵀ by √d before the "
                   "softmax"),
-        detach_then_repeat=(gqa_detach_then_repeat, "it calls `repeat_interleave` on k or v"),
-        copy_then_repeat=(gqa_copy_then_repeat, "it calls `repeat_interleave` on k or v"),
-        broadcast_matmul=(gqa_broadcast_matmul, "`@` expands the axis of length 1 and copies k "
-                          "or v G times inside PyTorch"),
-        library_gqa=(gqa_sdpa, "it calls `scaled_dot_product_attention` on k or v"),
-        times_ones=(gqa_times_ones, "an element-by-element product writes k or v out again"),
-        broadcast_tensors=(gqa_broadcast_tensors, "it calls `broadcast_tensors` on k or v"),
-        slice_fill=(gqa_slice_fill, "it calls `__setitem__` on k or v"),
-        via_numpy=(gqa_via_numpy, "it turns k or v into a NumPy array, a copy of the K/V heads"),
-        unwatched=(gqa_unwatched, "it calls `as_subclass` on k or v"),
+        detach_then_repeat=(gqa_detach_then_repeat, "it calls repeat_interleave"),
+        copy_then_repeat=(gqa_copy_then_repeat, "it calls repeat_interleave"),
+        library_gqa=(gqa_sdpa, "it calls scaled_dot_product_attention"),
+        broadcast_tensors=(gqa_broadcast_tensors, "it calls broadcast_tensors"),
+        via_numpy=(gqa_via_numpy, "it calls repeat"),
+        unwatched=(gqa_unwatched, "it calls repeat_interleave"),
     ),
     *right(nb15.check_ntk_frequencies, worked=ntk_frequencies, by_hand=ntk_by_hand,
            each_pair=ntk_each_pair),
     *wrong(
         nb15.check_ntk_frequencies,
-        interpolation=(ntk_interpolation, "these are position interpolation's frequencies ω_i / "
-                       "s: every pair slowed, pair 0 too"),
+        interpolation=(ntk_interpolation, "these are position interpolation's ω_i / s: pair 0 "
+                       "slowed too"),
         base_times_factor=(ntk_base_times_factor, "the base b·s slows the slowest pair by "
-                           "s^((d − 2)/d) = 7.74425, not by s = 8"),
+                           "s^((d − 2)/d), not by s"),
         exponent_upside_down=(ntk_exponent_upside_down, "the slowest pair (i = d/2 − 1) turns "
-                              "7.50048 times more slowly than with b, not s = 8 times"),
+                              "s^(((d − 2)/d)²) times slower than with b, not s times"),
         wavelengths=(ntk_wavelengths, "these are wavelengths 2π/ω_i, in positions"),
-        pairs_from_one=(ntk_pairs_from_one, "pair 0's frequency is 0.788168, not 1"),
+        pairs_from_one=(ntk_pairs_from_one, "pair 0's frequency is not 1"),
         float32=(ntk_float32, "dtype: expected torch.float64, got torch.float32"),
         numpy=(lambda d, b, s: ntk_frequencies(d, b, s).numpy(), "expected a torch.Tensor"),
     ),

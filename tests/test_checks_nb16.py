@@ -118,6 +118,58 @@ def gather_comprehension(pool, tables, lengths):  # right numbers, a loop in a c
     return blocks * valid[..., None]
 
 
+def _flat_rows(tables, p, size):  # the learner's own helper: scanned, and it has no loop
+    return tables[:, p // size] * size + p % size
+
+
+def gather_with_a_helper(pool, tables, lengths):
+    p = torch.arange(int(lengths.max()))
+    valid = p[None, :] < lengths[:, None]
+    return pool.flatten(0, 1)[torch.where(valid, _flat_rows(tables, p, pool.shape[1]), 0)] * (
+        valid[..., None])
+
+
+def gather_by_torch_gather(pool, tables, lengths):  # torch.gather: nothing forbids it
+    size, d = pool.shape[1], pool.shape[2]
+    p = torch.arange(int(lengths.max()))
+    rows = tables.clamp(min=0)[:, p // size] * size + p % size
+    flat = pool.flatten(0, 1).expand(len(tables), -1, -1)
+    out = torch.gather(flat, 1, rows[..., None].expand(-1, -1, d))
+    return out * (p[None, :] < lengths[:, None])[..., None]
+
+
+def _one_sequence(pool, table, length, n_max):  # a helper with the loop in it
+    keys = torch.cat([pool[block] for block in table.clamp(min=0)])[:n_max]
+    return keys * (torch.arange(n_max) < length)[:, None]
+
+
+def gather_with_a_looping_helper(pool, tables, lengths):
+    n_max = int(lengths.max())
+    return torch.stack([_one_sequence(pool, t, n, n_max) for t, n in zip(tables, lengths,
+                                                                          strict=True)])
+
+
+def gather_by_map(pool, tables, lengths):  # right numbers, a loop in map
+    n_max = int(lengths.max())
+
+    def one(b):
+        keys = pool[tables[b].clamp(min=0)].flatten(0, 1)[:n_max]
+        return keys * (torch.arange(n_max) < lengths[b])[:, None]
+
+    return torch.stack(list(map(one, range(len(tables)))))
+
+
+def gather_by_vectorize(pool, tables, lengths):  # right numbers, np.vectorize loops in Python
+    size, n_max = pool.shape[1], int(lengths.max())
+
+    def row(b, p):
+        return int(tables[b, p // size]) * size + p % size if p < lengths[b] else 0
+
+    b, p = np.meshgrid(np.arange(len(tables)), np.arange(n_max), indexing="ij")
+    valid = torch.arange(n_max)[None, :] < lengths[:, None]
+    return pool.flatten(0, 1)[torch.from_numpy(np.vectorize(row)(b, p))] * valid[..., None]
+
+
 def gather_no_zeros(pool, tables, lengths):  # keeps what the last block holds after the end
     return pool[tables.clamp(min=0)].flatten(1, 2)[:, : int(lengths.max())]
 
@@ -134,52 +186,59 @@ ROWS = [
         nb16.check_decode_intensity,
         rounded_down=(222, "222 is too low: at B = 222 the intensity is 200.3, still below 200.6: "
                       "round up"),
-        not_rounded=(222.4, "that is not a whole number of sequences: a batch holds whole "
-                     "sequences; at B = 222 the intensity is 200.3, still below 200.6: round up"),
+        not_rounded=(222.4, "that is not a whole number of sequences; at B = 222 the intensity is "
+                     "200.3, still below 200.6: round up"),
         not_whole=(223.4, "223.4 is too high: that is not a whole number of sequences"),
-        near_below=(219, "219 is too low: write the FLOPs and the bytes for B sequences"),
-        near_above=(227, "227 is too high: write the FLOPs and the bytes for B sequences"),
+        near_below=(219, "219 is too low: write the FLOPs and the bytes of B sequences"),
+        near_above=(227, "227 is too high: write the FLOPs and the bytes of B sequences"),
         intensity_is_batch=(201, "201 is too low: that takes the intensity to be B itself"),
         one=(1, "that is one sequence"),
         float32=(500, "that counts 4 bytes a number"),
-        other=(100, "100 is too low: write the FLOPs and the bytes for B sequences"),
+        other=(100, "100 is too low: write the FLOPs and the bytes of B sequences"),
         string=("223 sequences", "expected a number, got str"),
     ),
     *right(nb16.check_best_draft_length, worked=best_draft_length, by_loop=best_by_loop,
            by_loop_through_ties=best_by_loop_ties),
     *wrong(
         nb16.check_best_draft_length,
-        draft_cost_ignored=(draft_cost_ignored, "gives an expected speedup of 0.549, the best k "
-                            "gives 3.092"),
-        no_bonus_token=(no_bonus_token, "k = 9 gives an expected speedup of 3.078, the best "
-                        "k gives 3.092"),
-        always_speculate=(from_one, "a = 0.5, c = 0.6: a slow draft that is often wrong: k = 1 "
-                          "gives an expected speedup of 0.938, the best k gives 1.000"),
-        one_pass_too_many=(one_pass_too_many, "a = 0.6, c = 0.3: k = 2 gives an expected speedup "
-                           "of 1.225, the best k gives 1.231"),
-        float_answer=(lambda a, c: float(best_draft_length(a, c)), "expected a whole number of "
-                      "draft tokens (an int), got float"),
+        draft_cost_ignored=(draft_cost_ignored, "a = 0.8, c = 0.05: it leaves out the draft's "
+                            "cost: a round costs k·c + 1 target passes; values differ: expected "
+                            "8, got"),
+        no_bonus_token=(no_bonus_token, "it drops the target's token: a round gives "
+                        "(1 − a^(k+1))/(1 − a) tokens; values differ: expected 8, got 9"),
+        always_speculate=(from_one, "a = 0.5, c = 0.6: it never returns 0: when no k beats plain "
+                          "decoding, do not speculate; values differ: expected 0, got 1"),
+        one_pass_too_many=(one_pass_too_many, "a = 0.6, c = 0.3: it costs k + 1 draft passes a "
+                           "round"),
+        float_answer=(lambda a, c: float(best_draft_length(a, c)), "expected an integer, got "
+                      "float 8.0"),
     ),
     *right(nb16.check_store, worked=store),
     *wrong(
         nb16.check_store,
-        given=(nb16.store_given, "20 tokens, W = 8: the buffer wraps at token 8: the outputs "
-               "are right for the first 8 tokens and wrong from token 8 on: right until the "
-               "buffer wraps"),
-        not_rotated=(store_not_rotated, "6 tokens, W = 8: the buffer never fills: the output of "
-                     "token 1 is wrong, before the buffer wraps"),
-        last_slot=(store_last_slot, "20 tokens, W = 8: the buffer wraps at token 8: the outputs "
-                   "are right for the first 8 tokens and wrong from token 8 on"),
-        copies=(store_copy, "6 tokens, W = 8: the buffer never fills: after store(..., p = 0, "
-                "...) k_buffer or v_buffer is as it was: write into the buffers it is given, in "
-                "place"),
+        given=(nb16.store_given, "20 tokens, W = 8: still the bug: the key is rotated at its slot "
+               "p mod W, which is its position only until the buffer wraps; values differ in 48 "
+               "of 80 entries of shape (20, 4), the first at [8, 0]"),
+        not_rotated=(store_not_rotated, "6 tokens, W = 8: values differ in 20 of 24 entries of "
+                     "shape (6, 4), the first at [1, 0]"),
+        last_slot=(store_last_slot, "20 tokens, W = 8: values differ in 48 of 80 entries of shape "
+                   "(20, 4), the first at [8, 0]"),
+        copies=(store_copy, "6 tokens, W = 8: the buffers stay zero: write into k_buffer and "
+                "v_buffer themselves, in place"),
     ),
-    *right(nb16.check_gather, worked=gather, blocks_first=gather_blocks_first),
+    *right(nb16.check_gather, worked=gather, blocks_first=gather_blocks_first,
+           with_a_helper=gather_with_a_helper, by_torch_gather=gather_by_torch_gather),
     *wrong(
         nb16.check_gather,
-        python_loop=(gather_loop, "it loops in Python"),
-        column_loop=(gather_column_loop, "blocks of 2: it loops in Python"),
-        comprehension=(gather_comprehension, "blocks of 2: it loops in Python"),
+        python_loop=(gather_loop, "the rule: it has a for loop: the rule is no Python loop"),
+        column_loop=(gather_column_loop, "the rule: it has a for loop: the rule is no Python "
+                     "loop"),
+        comprehension=(gather_comprehension, "the rule: it has a comprehension: the rule is no "
+                       "Python loop"),
+        looping_helper=(gather_with_a_looping_helper, "the rule: it has a comprehension"),
+        by_map=(gather_by_map, "the rule: it calls map: the rule is no Python loop"),
+        by_vectorize=(gather_by_vectorize, "the rule: it calls vectorize: the rule is no Python "
+                      "loop"),
         no_zeros=(gather_no_zeros, "lengths 5, 1, 12: short tables padded with -1: values differ"),
         negative_index=(gather_negative_index, "lengths 5, 1, 12: short tables padded with -1: "
                         "values differ"),

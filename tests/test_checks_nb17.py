@@ -1,13 +1,15 @@
 """Notebook 17's checkers: right answers pass, plausible mistakes fail with a reason."""
 
 import math
+import re
 
 import numpy as np
+import pytest
 import torch
 from checker_table import right, table_test, wrong
 
 from course_utils import online_softmax
-from course_utils.checks import nb17
+from course_utils.checks import nb17, predict
 
 
 def online_softmax_stats(chunks, start=-math.inf, rescale=True):
@@ -28,7 +30,6 @@ def online_softmax_stats_by_merging(chunks):
 
 
 _merge, _stats = online_softmax.merge_softmax_stats, online_softmax.online_softmax_stats
-_HELPERS = {"merge": _merge}
 
 
 def online_softmax_stats_by_default_merging(chunks, merge=online_softmax.merge_softmax_stats):
@@ -38,18 +39,34 @@ def online_softmax_stats_by_default_merging(chunks, merge=online_softmax.merge_s
     return m, ell
 
 
-def online_softmax_stats_by_merging_from_a_dict(chunks):
-    m, ell = -math.inf, 0.0
-    for chunk in chunks:
-        top = float(chunk.max())
-        m, ell = _HELPERS["merge"](m, ell, top, float(np.exp(chunk - top).sum()))
-    return m, ell
-
-
 def online_softmax_stats_by_aliased_merging(chunks):  # the course's functions under other names
     m, ell = -math.inf, 0.0
     for chunk in chunks:
         m, ell = _merge(m, ell, *_stats(chunk))
+    return m, ell
+
+
+def merge_softmax_stats(m1, l1, m2, l2):  # the learner's own, under the course's name
+    m = max(m1, m2)
+    return m, l1 * math.exp(m1 - m) + l2 * math.exp(m2 - m)
+
+
+def online_softmax_stats_by_own_merging(chunks):
+    m, ell = -math.inf, 0.0
+    for chunk in chunks:
+        top = float(chunk.max())
+        m, ell = merge_softmax_stats(m, ell, top, float(np.exp(chunk - top).sum()))
+    return m, ell
+
+
+def _merged(m, ell, chunk):  # a helper of the learner's that calls the course's merge
+    return online_softmax.merge_softmax_stats(m, ell, *online_softmax.online_softmax_stats(chunk))
+
+
+def online_softmax_stats_by_a_merging_helper(chunks):
+    m, ell = -math.inf, 0.0
+    for chunk in chunks:
+        m, ell = _merged(m, ell, chunk)
     return m, ell
 
 
@@ -80,38 +97,6 @@ def two_passes_over_a_list(chunks):
 def concatenated(chunks):
     x = np.concatenate(list(chunks))
     return float(x.max()), float(np.exp(x - x.max()).sum())
-
-
-def copied(chunks):
-    kept = [c.copy() for c in chunks]
-    m = max(float(c.max()) for c in kept)
-    return m, sum(float(np.exp(c - m).sum()) for c in kept)
-
-
-def array_copies_kept(chunks):  # np.array copies the values: nothing goes stale
-    kept = [np.array(c) for c in chunks]
-    m = max(float(c.max()) for c in kept)
-    return m, sum(float(np.exp(c - m).sum()) for c in kept)
-
-
-def tensor_copies_kept(chunks):  # torch's allocator is outside what tracemalloc sees
-    kept = [torch.tensor(np.asarray(c)) for c in chunks]
-    m = max(float(c.max()) for c in kept)
-    return m, sum(float(torch.exp(c - m).sum()) for c in kept)
-
-
-def shifted_copies_kept(chunks):  # c + 0.0 is a new array too
-    kept = [c + 0.0 for c in chunks]
-    m = max(float(c.max()) for c in kept)
-    return m, sum(float(np.exp(c - m).sum()) for c in kept)
-
-
-def floats_kept(chunks):
-    kept = []
-    for chunk in chunks:
-        kept.extend(float(x) for x in chunk)
-    m = max(kept)
-    return m, sum(math.exp(x - m) for x in kept)
 
 
 def array_of_each_chunk_used_at_once(chunks):  # np.array(chunk) is fine when used right away
@@ -216,33 +201,6 @@ def causal_concatenated(q, q_start, blocks):  # every block kept, then one softm
     return p @ v / p.sum(axis=1, keepdims=True), s.max(axis=1) + np.log(p.sum(axis=1))
 
 
-def causal_copies_kept(q, q_start, blocks):  # copies of every block, then one softmax
-    keys, values, seen = [], [], 0
-    for k, v in blocks:
-        keys.append(np.array(k))
-        values.append(np.array(v))
-        seen += len(k)
-        if seen > q_start + len(q) - 1:
-            break
-    k, v = np.concatenate(keys), np.concatenate(values)
-    s = q @ k.T / math.sqrt(q.shape[1])
-    s = np.where(np.arange(len(k))[None, :] <= q_start + np.arange(len(q))[:, None], s, -np.inf)
-    p = np.exp(s - s.max(axis=1, keepdims=True))
-    return p @ v / p.sum(axis=1, keepdims=True), s.max(axis=1) + np.log(p.sum(axis=1))
-
-
-def causal_tensor_copies_kept(q, q_start, blocks):  # every block kept as a torch tensor
-    keys, values, seen = [], [], 0
-    for k, v in blocks:
-        keys.append(torch.from_numpy(np.array(k)))
-        values.append(torch.from_numpy(np.array(v)))
-        seen += len(k)
-        if seen > q_start + len(q) - 1:
-            break
-    return causal_copies_kept(q, q_start, zip(torch.cat(keys).numpy(), torch.cat(values).numpy(),
-                                             strict=True))
-
-
 def tile_backward(q, k, v, out, lse, grad_out, d_term=True, scale_q=True, tile_softmax=False):
     scale = 1 / math.sqrt(q.shape[1])
     s = q @ k.T * scale
@@ -261,33 +219,25 @@ def tile_backward_exp_then_divide(q, k, v, out, lse, grad_out):
     return ds @ k * scale, ds.T @ q * scale, p.T @ grad_out
 
 
+KEPT = ("it keeps the chunks for later: each arrives in the same reused buffer, so a kept chunk "
+        "shows the last chunk's numbers")
+RULE = "the rule: it calls merge_softmax_stats: the rule is to write the chunk-by-chunk update"
+
 ROWS = [
     *right(nb17.check_online_softmax_stats, worked=online_softmax_stats,
            per_score=online_softmax_stats_per_score, in_logs=online_softmax_stats_in_logs,
-           array_used_at_once=array_of_each_chunk_used_at_once),
+           array_used_at_once=array_of_each_chunk_used_at_once,
+           own_merge_softmax_stats=online_softmax_stats_by_own_merging),
     *wrong(
         nb17.check_online_softmax_stats,
-        two_passes_over_a_list=(two_passes_over_a_list, "it uses a chunk after the next one "
-                                "arrived: chunks is read once, one chunk at a time, each in the "
-                                "same reused buffer, so a kept chunk goes stale"),
-        concatenated=(concatenated, "it uses a chunk after the next one arrived"),
-        by_merging=(online_softmax_stats_by_merging, "it calls `merge_softmax_stats`, the "
-                    "course's online softmax: write the chunk-by-chunk update yourself"),
-        by_aliased_merging=(online_softmax_stats_by_aliased_merging, "it calls "
-                            "`online_softmax.merge_softmax_stats`, the course's online softmax"),
-        by_default_merging=(online_softmax_stats_by_default_merging, "it calls "
-                            "`online_softmax.merge_softmax_stats`, the course's online softmax"),
-        by_dict_merging=(online_softmax_stats_by_merging_from_a_dict, "it calls "
-                         "`online_softmax.merge_softmax_stats`, the course's online softmax"),
-        copied=(copied, "it copies a chunk to keep it: chunks is read once"),
-        read_twice=(read_twice, "it reads chunks a second time: chunks is read once"),
-        array_copies_kept=(array_copies_kept, "nothing kept between chunks, not even a copy: it "
-                           "keeps what it reads"),
-        shifted_copies_kept=(shifted_copies_kept, "it keeps what it reads: after"),
-        tensor_copies_kept=(tensor_copies_kept, "it calls `tensor`: chunks are used as they "
-                            "arrive, with NumPy, and not turned into (or joined as) PyTorch "
-                            "tensors"),
-        floats_kept=(floats_kept, "nothing is kept for a second pass"),
+        two_passes_over_a_list=(two_passes_over_a_list, "in chunks [2, 1] and [0.1]: "
+                                f"{KEPT}; update m and ℓ as each chunk arrives; m: values differ"),
+        concatenated=(concatenated, f"the max rises with every chunk: rescale ℓ: {KEPT}"),
+        by_merging=(online_softmax_stats_by_merging, RULE),
+        by_aliased_merging=(online_softmax_stats_by_aliased_merging, RULE),
+        by_default_merging=(online_softmax_stats_by_default_merging, RULE),
+        by_a_merging_helper=(online_softmax_stats_by_a_merging_helper, RULE),
+        read_twice=(read_twice, "it reads the chunks a second time: they arrive once, in order"),
         starts_at_zero=(lambda x: online_softmax_stats(x, start=0.0),
                         "all negative: m starts at -inf, not 0: m: values differ: expected -3.0, "
                         "got 0.0"),
@@ -312,13 +262,13 @@ ROWS = [
         block_rows=(49, "49 is too low: that is B_c, in rows of keys; the question asks for M, in "
                     "numbers"),
         no_4nd=(12_800, "12,800 is too high: that drops standard attention's 4Nd"),
-        one_row_fewer=(12_288, "12,288 is too low: with B_c = 48 rows FlashAttention-1 needs "
-                       "⌈N/48⌉ = 683 outer steps and still moves more"),
+        one_row_fewer=(12_288, "12,288 is too low: at that M FlashAttention-1 still moves more "
+                       "than standard attention: count its outer steps"),
         fa2_order=(8_192, "8192 is too low: that is where section 6's FlashAttention-2 order"),
         s_and_p_once=(25_344, "25,344 is too high: that counts S and P once each"),
         no_q_per_step=(8_448, "8448 is too low: that leaves out Q, read at every outer step"),
         in_bytes=(25_088, "25,088 is too high: that is in bytes"),
-        not_whole_rows=(12_289, "12,289 is too low: M is a whole number of rows of 4d = 256"),
+        not_whole_rows=(12_289, "12,289 is too low: M is a whole number of rows of 4d numbers"),
         a100_sram=(98_304, "98,304 is too high: write both counts, find the most outer steps T_c"),
         string=("12,544", "expected a number, got str"),
     ),
@@ -327,14 +277,10 @@ ROWS = [
     *wrong(
         nb17.check_causal_block_forward,
         reads_every_block=(lambda *a: causal_block_forward(*a, stop=False),
-                           "it reads key block 3 (keys 12 on), which lies wholly after the last "
-                           "query (position 11): a causal loop stops before it"),
-        concatenated=(causal_concatenated, "it uses a block after the next one arrived: blocks is "
-                      "read once"),
-        copies_kept=(causal_copies_kept, "none kept, not even a copy: it keeps what it reads"),
-        tensor_copies_kept=(causal_tensor_copies_kept, "it calls `cat`: blocks are used as they "
-                            "arrive, with NumPy, and not turned into (or joined as) PyTorch "
-                            "tensors"),
+                           "block 3 is not written yet (NaN): a causal loop stops before it: out: "
+                           "values differ: expected"),
+        concatenated=(causal_concatenated, "it keeps the blocks for later: each arrives in the "
+                      "same reused buffer, so a kept block shows the last one's numbers"),
         strict_mask=(lambda *a: causal_block_forward(*a, strict=True),
                      "queries 0-3: only the diagonal block, masked inside: out: values differ"),
         one_block_early=(lambda *a: causal_block_forward(*a, early=True),
@@ -348,7 +294,8 @@ ROWS = [
     *wrong(
         nb17.check_tile_backward,
         given=(nb17.tile_backward_given, "the second of two key tiles: the tile holds only some "
-               "of each row's keys: dq: values differ"),
+               "of each row's keys: still the bug: P is a softmax over this tile's keys alone; "
+               "rebuild it from the saved lse, normalised over all keys; dq: values differ"),
         missing_d=(lambda *a: tile_backward(*a, d_term=False),
                    "one tile holding every key: the whole gradient: dq: values differ"),
         missing_scale=(lambda *a: tile_backward(*a, scale_q=False),
@@ -359,3 +306,17 @@ ROWS = [
 ]
 
 test_checker = table_test(ROWS)
+
+
+@pytest.mark.parametrize("checker, answers, expected", [
+    (nb17.check_skipped_tiles, (128, 496, 220, 228, 27), r"\b28\b"),
+    (nb17.check_fa1_break_even, (49, 12_800, 12_288, 8_192, 25_344, 8_448, 25_088, 12_289),
+     r"12,?544|B_c = 49|49 rows"),
+])
+def test_a_first_miss_holds_the_answer_back(checker, answers, expected, monkeypatch, capsys):
+    """Neither the hint nor a named mistake gives the answer (or B_c = 49 rows) away."""
+    for answer in answers:
+        monkeypatch.setattr(predict, "_misses", {})  # each a first miss
+        checker(answer)
+        printed = capsys.readouterr().out
+        assert "✗" in printed and not re.search(expected, printed), printed

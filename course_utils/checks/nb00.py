@@ -28,5 +28,6 @@ def check_unit_vector(func: Callable[[np.ndarray], np.ndarray], *,
         Case((np.array([1, 2, 2]),), "integers in, floats out: [1, 2, 2] -> [1/3, 2/3, 2/3]"),
         Case((np.zeros(3),), "the zero vector has no direction", raises=ValueError),
     ]
+    mistakes = {"it divides by the sum of the entries, not by the length": lambda v: v / v.sum()}
     return check_function(func, cases=cases, reference=_unit_vector, name="unit_vector",
-                          verbose=verbose)
+                          mistakes=mistakes, verbose=verbose)

@@ -118,11 +118,12 @@ def scan(func: Callable) -> Scan:
         scope.update({name: cell.cell_contents for name, cell in cells
                       if _filled(cell)})
         tree = _tree(item)
+        used: set[str] = set()
         if tree is None:
             readable = False
             used = _code_names(code)
         else:
-            used, bound = set(), set()
+            bound: set[str] = set()
             for node in ast.walk(tree):
                 if isinstance(node, ast.Name):
                     (used if isinstance(node.ctx, ast.Load) else bound).add(node.id)

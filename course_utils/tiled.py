@@ -138,28 +138,43 @@ class TileMap:
 
     def rows(self, i: int) -> slice:
         """The query rows of query block ``i``."""
-        i = check_int(i, "i", minimum=0, maximum=self.visit.shape[0] - 1)
-        return slice(i * self.block_q, min((i + 1) * self.block_q, self.lq))
+        return self._rows(check_int(i, "i", minimum=0, maximum=self.visit.shape[0] - 1))
 
     def keys(self, j: int) -> slice:
         """The keys of key block ``j``."""
-        j = check_int(j, "j", minimum=0, maximum=self.visit.shape[1] - 1)
-        return slice(j * self.block_k, min((j + 1) * self.block_k, self.lk))
+        return self._keys(check_int(j, "j", minimum=0, maximum=self.visit.shape[1] - 1))
 
     def key_blocks(self, i: int) -> list[int]:
         """The visited key blocks of query block ``i``, in order."""
-        return np.flatnonzero(self.visit[check_int(i, "i", minimum=0,
-                                                   maximum=self.visit.shape[0] - 1)]).tolist()
+        i = check_int(i, "i", minimum=0, maximum=self.visit.shape[0] - 1)
+        return np.flatnonzero(self.visit[i]).tolist()
 
     def query_blocks(self, j: int) -> list[int]:
         """The query blocks that visit key block ``j``, in order."""
-        return np.flatnonzero(self.visit[:, check_int(j, "j", minimum=0,
-                                                      maximum=self.visit.shape[1] - 1)]).tolist()
+        j = check_int(j, "j", minimum=0, maximum=self.visit.shape[1] - 1)
+        return np.flatnonzero(self.visit[:, j]).tolist()
 
     def hidden(self, i: int, j: int, device: torch.device | str = "cpu") -> torch.Tensor:
         """``(rows, keys)`` of tile ``(i, j)``: True where key ``j`` is hidden from query ``i``,
         ``j > i + Lk − Lq``, or ``j ≤ i + Lk − Lq − W`` with a window."""
-        rows, keys = self.rows(i), self.keys(j)
+        return self._hidden(self.rows(i), self.keys(j), device)
+
+    def retiled(self, block_q: int, block_k: int) -> TileMap:
+        """The map of the same masks with tiles ``block_q × block_k`` (a ``block_mask`` is drawn
+        on this map's tiles, so a map with one stays as it is)."""
+        if self.block_mask is not None:
+            return self
+        return TileMap.build(self.lq, self.lk, block_q, block_k, causal=self.causal,
+                             window=self.window)
+
+    # the cores of the accessors, for the tiled loops (i and j come from the map itself)
+    def _rows(self, i: int) -> slice:
+        return slice(i * self.block_q, min((i + 1) * self.block_q, self.lq))
+
+    def _keys(self, j: int) -> slice:
+        return slice(j * self.block_k, min((j + 1) * self.block_k, self.lk))
+
+    def _hidden(self, rows: slice, keys: slice, device: torch.device | str) -> torch.Tensor:
         offset = (torch.arange(keys.start, keys.stop, device=device)
                   - torch.arange(rows.start, rows.stop, device=device).unsqueeze(-1)
                   - (self.lk - self.lq))
@@ -167,8 +182,8 @@ class TileMap:
 
 
 def visited_tiles(
-    lq: int, lk: int, block_q: int, block_k: int, causal: bool = False, window: int | None = None,
-    block_mask: np.ndarray | torch.Tensor | None = None,
+    lq: int, lk: int, block_q: int, block_k: int, *, causal: bool = False,
+    window: int | None = None, block_mask: np.ndarray | torch.Tensor | None = None,
 ) -> np.ndarray:
     """Boolean map ``(⌈Lq/block_q⌉, ⌈Lk/block_k⌉)``: True where the tiled loop visits a tile.
 
@@ -213,8 +228,8 @@ def tiled_attention_numpy(
     causal: bool = False,
     window: int | None = None,
     block_mask: np.ndarray | None = None,
-    block_q: int = 64,
-    block_k: int = 64,
+    block_q: int = BLOCK_Q,
+    block_k: int = BLOCK_K,
     scale: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Tiled attention in NumPy: ``(out (..., Lq, d_v), lse (..., Lq))`` without an Lq×Lk matrix.
@@ -235,16 +250,16 @@ def tiled_attention_numpy(
     out = np.zeros(q.shape[:-1] + v.shape[-1:], dtype=dtype)
     lse = np.full(q.shape[:-1], -np.inf, dtype=dtype)
     for i in range(tiles.visit.shape[0]):
-        rows = tiles.rows(i)
+        rows = tiles._rows(i)
         q_blk = q[..., rows, :] * dtype.type(scale)
         m = np.full(q_blk.shape[:-1], -np.inf, dtype=dtype)  # running max
         ell = np.zeros(q_blk.shape[:-1], dtype=dtype)  # running sum of exp(s - m)
         acc = np.zeros(q_blk.shape[:-1] + v.shape[-1:], dtype=dtype)  # unnormalised output
-        for j in tiles.key_blocks(i):
-            keys = tiles.keys(j)
+        for j in np.flatnonzero(tiles.visit[i]).tolist():
+            keys = tiles._keys(j)
             s = q_blk @ np.swapaxes(k[..., keys, :], -1, -2)  # (..., bq, bk)
             if tiles.masked[i, j]:  # a tile on the diagonal or the window's edge
-                s = np.where(tiles.hidden(i, j).numpy(), -np.inf, s)
+                s = np.where(tiles._hidden(rows, keys, "cpu").numpy(), -np.inf, s)
             m_new = np.maximum(m, s.max(axis=-1))
             m_safe = np.where(np.isneginf(m_new), 0.0, m_new)  # a row with nothing seen yet
             p = np.exp(s - m_safe[..., None])
@@ -334,7 +349,7 @@ def _forward(q, k, v, tiles: TileMap, scale: float) -> tuple[torch.Tensor, torch
 
     def program(cell: tuple[slice, int], worker: int) -> None:
         batch, i = cell
-        rows = tiles.rows(i)
+        rows = tiles._rows(i)
         shape = (batch.stop - batch.start, rows.stop - rows.start)
         if worker not in buffers:
             buffers[worker] = torch.empty(size, dtype=work, device=device)
@@ -342,13 +357,13 @@ def _forward(q, k, v, tiles: TileMap, scale: float) -> tuple[torch.Tensor, torch
         ell = torch.zeros_like(m)
         acc = out[batch, rows].zero_()  # the output's rows hold the accumulator
         fresh = True  # some row has seen no key yet
-        for j in tiles.key_blocks(i):
-            keys = tiles.keys(j)
+        for j in np.flatnonzero(tiles.visit[i]).tolist():
+            keys = tiles._keys(j)
             s = buffers[worker][: math.prod(shape) * (keys.stop - keys.start)].view(*shape, -1)
             torch.baddbmm(m, q3[batch, rows], k_t[batch, :, keys], beta=-1,
                           alpha=scale / _LN_2, out=s)  # q kᵀ·scale·log2 e − m
             if tiles.masked[i, j]:
-                s.masked_fill_(tiles.hidden(i, j, device), -math.inf)
+                s.masked_fill_(tiles._hidden(rows, keys, device), -math.inf)
             growth = s.amax(dim=-1, keepdim=True)  # how far each row's max lies above m
             if fresh:  # rows that saw nothing take their max exactly (−inf: still nothing)
                 unseen = ell == 0
@@ -459,20 +474,20 @@ def _backward(q, k, v, out, lse_base2, grad_out, tiles: TileMap, scale: float):
 
     def key_block(cell: tuple[slice, int], worker: int) -> None:
         batch, j = cell
-        keys = tiles.keys(j)
+        keys = tiles._keys(j)
         if worker not in buffers:
             buffers[worker] = (torch.empty(n_batch * 2 * half * n_keys, dtype=work, device=device),
                                torch.empty(n_batch * half * n_keys, dtype=work, device=device))
         k_blk, v_blk = k3[batch, keys], v3[batch, keys]
         dk_blk, dv_blk = dk[batch, keys], dv[batch, keys]
-        for i in tiles.query_blocks(j):
-            rows = tiles.rows(i)
+        for i in np.flatnonzero(tiles.visit[:, j]).tolist():
+            rows = tiles._rows(i)
             shape = (batch.stop - batch.start, rows.stop - rows.start, keys.stop - keys.start)
             s = buffers[worker][0][: math.prod(shape)].view(shape)
             torch.baddbmm(lse_base2[batch, rows], q3[batch, rows], k_blk.transpose(1, 2), beta=-1,
                           alpha=scale / _LN_2, out=s)  # (S − lse)·log2 e
             if tiles.masked[i, j]:
-                s.masked_fill_(tiles.hidden(i, j, device), -math.inf)
+                s.masked_fill_(tiles._hidden(rows, keys, device), -math.inf)
             p = s.exp2_()
             dv_blk.baddbmm_(p.transpose(1, 2), do[batch, rows])
             for start in range(rows.start, rows.stop, half):  # dS = P ∘ (dP − D), by halves
@@ -549,16 +564,12 @@ def tiled_attention(
 
     ``block_q`` and ``block_k`` set the tiles of both passes; left out, each pass takes its own
     defaults (:data:`BLOCK_Q` × :data:`BLOCK_K` forward, :data:`BACKWARD_BLOCK_Q` ×
-    :data:`BACKWARD_BLOCK_K` backward), except with a ``block_mask``, whose tiles are the
-    forward's in both passes.
+    :data:`BACKWARD_BLOCK_K` backward). The backward's tile map is the forward's, retiled
+    (:meth:`TileMap.retiled`; a ``block_mask`` keeps the forward's tiles in both passes).
     """
-    fq = BLOCK_Q if block_q is None else block_q
-    fk = BLOCK_K if block_k is None else block_k
-    forward_tiles, scale = _check(q, k, v, causal, window, block_mask, fq, fk, scale)
-    if block_mask is None:
-        backward_tiles = TileMap.build(
-            forward_tiles.lq, forward_tiles.lk, BACKWARD_BLOCK_Q if block_q is None else block_q,
-            BACKWARD_BLOCK_K if block_k is None else block_k, causal=causal, window=window)
-    else:
-        backward_tiles = forward_tiles
+    forward_tiles, scale = _check(q, k, v, causal, window, block_mask,
+                                  BLOCK_Q if block_q is None else block_q,
+                                  BLOCK_K if block_k is None else block_k, scale)
+    backward_tiles = forward_tiles.retiled(BACKWARD_BLOCK_Q if block_q is None else block_q,
+                                           BACKWARD_BLOCK_K if block_k is None else block_k)
     return TiledAttention.apply(q, k, v, forward_tiles, backward_tiles, scale)

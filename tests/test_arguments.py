@@ -438,6 +438,8 @@ ROWS = [
                          (tiled.TileMap.key_blocks, "i"), (tiled.TileMap.query_blocks, "j"))],
     *[Row(tiled.TileMap.hidden, method(_tile_map, i=1, j=1), name, None, 1.0, 9)
       for name in ("i", "j")],
+    *ints(tiled.TileMap.retiled, method(_tile_map, block_q=2, block_k=4),
+          ("block_q", "block_k"), call=lambda **kw: tiled.TileMap.retiled(**kw).visit),
     Row(triton_attention.compile_ahead, {"capability": (8, 0), "dtype": torch.float16,
                                          "causal": True, "head_dim": 64}, "head_dim", None,
         64.0, 0, call=_compiled),

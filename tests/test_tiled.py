@@ -114,7 +114,8 @@ def test_window_and_block_mask_tiles_are_exactly_those_with_a_visible_pair(lq, l
         expected_visited, expected_masked = brute_force_tiles(mask, bq, bk)
         assert np.array_equal(visited, expected_visited)
         assert np.array_equal(masked, expected_masked)
-        assert np.array_equal(tiled.visited_tiles(lq, lk, bq, bk, causal, w, blocks), visited)
+        assert np.array_equal(tiled.visited_tiles(lq, lk, bq, bk, causal=causal, window=w,
+                                                  block_mask=blocks), visited)
         pairs = tiled.dense_mask(lq, lk, causal=causal, window=w, block_mask=blocks,
                                  block_q=bq, block_k=bk)
         assert torch.equal(pairs, torch.from_numpy(mask))
@@ -388,14 +389,14 @@ def test_a_failing_worker_does_not_leave_the_others_waiting(two_threads, monkeyp
     q, k, v = qkv((1, 1, 256, 16), 256)
     options = {"causal": True, "window": 100, "block_q": 64, "block_k": 64}
     out, lse = tiled.tiled_attention_forward(q, k, v, **options)
-    real = tiled.TileMap.hidden
+    real = tiled.TileMap._hidden
 
-    def hidden(self, i, j, *args):  # key block 0, which the others wait for, fails
-        if j == 0 and i == 1:
+    def hidden(self, rows, keys, *args):  # key block 0, which the others wait for, fails
+        if keys.start == 0 and rows.start == 64:
             raise MemoryError("simulated")
-        return real(self, i, j, *args)
+        return real(self, rows, keys, *args)
 
-    monkeypatch.setattr(tiled.TileMap, "hidden", hidden)
+    monkeypatch.setattr(tiled.TileMap, "_hidden", hidden)
     raised = []
 
     def backward():
@@ -417,3 +418,14 @@ def test_backward_checks_shapes():
         tiled.tiled_attention_backward(q, k, v, out, lse, out[:2])
     with pytest.raises(ValueError, match="lse must have shape"):
         tiled.tiled_attention_backward(q, k, v, out, lse[:2], out)
+
+
+def test_the_backward_map_is_the_forward_map_retiled():
+    forward = tiled.TileMap.build(40, 48, 16, 8, causal=True, window=10)
+    backward = forward.retiled(8, 16)
+    assert (backward.causal, backward.window, backward.block_q, backward.block_k) == (
+        True, 10, 8, 16)
+    assert np.array_equal(backward.visit, tiled.visited_tiles(40, 48, 8, 16, causal=True,
+                                                              window=10))
+    sparse = tiled.TileMap.build(4, 4, 2, 2, block_mask=np.eye(2, dtype=bool))
+    assert sparse.retiled(1, 1) is sparse  # a block mask is drawn on the forward's tiles

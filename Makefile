@@ -27,8 +27,9 @@ JOBS ?= 2
 PIP := $(BIN)/python -m pip install --disable-pip-version-check $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 STAMP := $(VENV)/.installed
 # Stored outputs are produced, and compared, on the CPU with one thread per process (the same
-# floating-point reduction order on any machine; xdist runs two processes) and a fixed hash seed.
-RUN_ENV := COURSE_DEVICE=cpu OMP_NUM_THREADS=1 PYTHONHASHSEED=0
+# floating-point reduction order on any machine; xdist runs two processes) and a fixed hash seed;
+# progress bars are plain text that stores cleanly (course_utils.training).
+RUN_ENV := COURSE_DEVICE=cpu OMP_NUM_THREADS=1 PYTHONHASHSEED=0 COURSE_STORED_OUTPUTS=1
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
 # Float results differ in the last bits between SIMD levels (AVX-512, AVX2, SSE): the stored

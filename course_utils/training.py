@@ -12,10 +12,11 @@ with padding masks (B, L) that are True on real tokens. Batches are
 
 from __future__ import annotations
 
+import math
+import os
 import sys
-import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -25,6 +26,8 @@ from course_utils.data import Batch, Vocabulary, check_pairs
 from course_utils.validation import check_bool, check_int, check_real, check_tensor
 
 if TYPE_CHECKING:
+    from tqdm import tqdm
+
     from course_utils.layers import Transformer
 
 
@@ -96,43 +99,18 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int,
     )
 
 
-class ProgressBar:
-    """A text progress bar written to ``file`` (stdout by default) with carriage returns::
+def _progress_bar(total: int) -> tqdm:
+    """tqdm's bar for ``total`` steps: its notebook widget where a learner runs the cell
+    (JupyterLab, Colab; text in a terminal), or, where outputs are stored and compared
+    (``COURSE_STORED_OUTPUTS=1``, set by the Makefile), plain text on stdout written twice, at the
+    start and at the end, so the stored output is one short line."""
+    if os.environ.get("COURSE_STORED_OUTPUTS"):
+        from tqdm import tqdm as text_bar
 
-        [##########----------]  50%  500/1000  loss 0.4213  12.3s
+        return text_bar(total=total, file=sys.stdout, mininterval=math.inf, ascii=True, ncols=90)
+    from tqdm.auto import tqdm as live_bar  # the widget needs ipywidgets (requirements.txt)
 
-    ``update`` redraws at most ``redraws`` times in all, so a notebook's stored output stays
-    small; ``close`` ends the line.
-    """
-
-    def __init__(self, total: int, *, width: int = 30, redraws: int = 50,
-                 file: TextIO | None = None) -> None:
-        self.total, self.width = check_int(total, "total"), check_int(width, "width")
-        self.every = max(1, self.total // check_int(redraws, "redraws"))
-        if file is not None and not callable(getattr(file, "write", None)):
-            raise TypeError(f"file must be a text stream or None, got {type(file).__name__}")
-        self.file = file or sys.stdout
-        self.start = time.perf_counter()
-
-    def render(self, done: int, message: str = "") -> str:
-        """The bar's text after ``done`` of ``total`` steps (no timing, no carriage return)."""
-        done = check_int(done, "done", minimum=0, maximum=self.total)
-        _check_type(message, "message", str, "a str")
-        filled = round(self.width * done / self.total)
-        bar = "#" * filled + "-" * (self.width - filled)
-        return f"[{bar}] {100 * done / self.total:3.0f}%  {done}/{self.total}  {message}".rstrip()
-
-    def update(self, done: int, message: str = "") -> None:
-        """Redraw the bar after ``done`` steps (at most ``redraws`` times in all)."""
-        done = check_int(done, "done", minimum=0, maximum=self.total)
-        _check_type(message, "message", str, "a str")
-        if done % self.every == 0 or done == self.total:
-            elapsed = time.perf_counter() - self.start
-            print(f"\r{self.render(done, message)}  {elapsed:.1f}s", end="", file=self.file,
-                  flush=True)
-
-    def close(self) -> None:
-        print(file=self.file, flush=True)
+    return live_bar(total=total)
 
 
 def train(
@@ -151,8 +129,8 @@ def train(
     Each step: ``logits = model(src, tgt_in, masks)``, :func:`sequence_loss` against
     ``tgt_out``, backward, optional gradient-norm clipping, ``optimizer.step()``, then
     ``scheduler.step()``. ``batches`` is iterated again from the start whenever it runs out
-    (one pass = one epoch). With ``progress`` a :class:`ProgressBar` shows the step and the
-    running loss on stdout.
+    (one pass = one epoch). With ``progress`` a tqdm bar shows the step, the mean loss of the
+    last 20 steps and the time.
     """
     _check_type(model, "model", nn.Module, "an nn.Module")
     _check_type(optimizer, "optimizer", torch.optim.Optimizer, "a torch.optim.Optimizer")
@@ -168,7 +146,7 @@ def train(
         clip_norm = check_real(clip_norm, "clip_norm", low=0, low_open=True)
     model.train()
     losses: list[float] = []
-    bar = ProgressBar(n_steps) if progress else None
+    bar = _progress_bar(n_steps) if progress else None
     step = 0
     while step < n_steps:
         empty = True
@@ -189,7 +167,8 @@ def train(
             step += 1
             if bar is not None:
                 recent = losses[-20:]
-                bar.update(step, f"loss {sum(recent) / len(recent):.4f}")
+                bar.set_postfix_str(f"loss {sum(recent) / len(recent):.4f}", refresh=False)
+                bar.update()
             if step == n_steps:
                 break
         if empty:

@@ -11,7 +11,6 @@ neither covers nor ``EXEMPT`` lists.
 
 import importlib
 import inspect
-import io
 import math
 import pkgutil
 import re
@@ -164,11 +163,6 @@ def _decode_kwargs():
     src = data.pad_sequences([vocab.encode(s, add_eos=True) for s, _ in pairs[:3]], vocab.pad_id)
     return {"model": _transformer(vocab), "src": src, "src_padding_mask": src != vocab.pad_id,
             "bos_id": 1, "eos_id": 2, "max_len": 3}
-
-
-def _bar(**kwargs):
-    bar = training.ProgressBar(**kwargs, file=io.StringIO())
-    return bar.total, bar.width, bar.every, bar.render(3)
 
 
 def _setup_notebook(**kwargs):
@@ -472,10 +466,6 @@ ROWS = [
         "pad_id", np.int64(0), 0.5, None),
     Row(training.sequence_loss, {"logits": LOGITS[None], "targets": torch.tensor([[1, 3]]),
                                  "pad_id": 0}, "label_smoothing", np.float32(0.25), "0.1", 1.5),
-    *ints(training.ProgressBar, {"total": 10, "width": 20, "redraws": 4},
-          ("total", "width", "redraws"), call=_bar),
-    *[Row(f, lambda: {"self": training.ProgressBar(10, file=io.StringIO())}, "done", np.int64(3),
-          3.0, 11) for f in (training.ProgressBar.render, training.ProgressBar.update)],
     Row(training.train, _train_kwargs, "n_steps", np.int64(2), 2.0, 0),
     Row(training.train, _train_kwargs, "label_smoothing", np.float32(0.25), "0.1", -0.5),
     Row(training.train, _train_kwargs, "clip_norm", np.float32(0.5), "1", 0.0),
@@ -944,11 +934,6 @@ BAD = [
          LOGITS[None].numpy(), LOGITS),
     *bad(training.sequence_loss, {"logits": LOGITS[None], "pad_id": 0}, "targets",
          torch.tensor([[1.0, 3.0]]), torch.tensor([[0, 0]])),
-    *bad(training.ProgressBar, {"total": 10}, "file", "out.txt"),
-    *bad(training.ProgressBar.render, method(lambda: training.ProgressBar(10, file=io.StringIO()),
-                                             done=3), "message", 5),
-    *bad(training.ProgressBar.update, method(lambda: training.ProgressBar(10, file=io.StringIO()),
-                                             done=3), "message", None),
     *bad(training.train, _train_kwargs, "model", "model"),
     *bad(training.train, _train_kwargs, "optimizer", _sgd()),
     *bad(training.train, _train_kwargs, "batches", 5, []),
@@ -1052,7 +1037,7 @@ EXEMPT = {
         "env.in_colab", "env.cuda_capability", "env.environment_report",
         "env.print_environment_report", "plotting.style", "plotting.use_course_style",
         "autograd.Value.exp", "autograd.Value.log", "autograd.Value.tanh", "autograd.Value.relu",
-        "autograd.Value.backward", "training.ProgressBar.close", "kv_cache.KVCache.branch")},
+        "autograd.Value.backward", "kv_cache.KVCache.branch")},
     **{name: "a record the package returns, not an entry point" for name in (
         "autograd.Graph", "autograd.GraphEdge", "autograd.GraphNode", "data.Batch",
         "linalg.PowerIterationResult", "language_model.SpeculativeStats")},

@@ -112,6 +112,13 @@ def test_a_wrong_value_that_a_listed_mistake_gives_is_named(capsys):
     assert [c.message.split(";")[0] for c in doubled.cases] == ["it doubles"] * 2
 
 
+def test_a_listed_mistake_s_own_warnings_do_not_reach_the_learner(recwarn):
+    mistakes = {"it divides by the sum": lambda v: v / v.sum()}  # the sum of [-1, 1] is 0
+    result = check_function(lambda v: 2 * v, cases=[Case((np.array([-1.0, 1.0]),))],
+                            reference=square, mistakes=mistakes, verbose=False)
+    assert not result.passed and len(recwarn) == 0
+
+
 def test_a_constrain_rule_is_a_failed_line_of_its_own_and_shortcuts_only_a_note(capsys):
     rule = Rule("no np.square", names={"square"})
 

@@ -249,8 +249,8 @@ ROWS = [
     *wrong(
         nb07.check_best_step,
         terms_equal=(lambda *args: best_step(*args, factor=6),
-                     "e^x at 1 in float64: about 1e-5: it sets the two terms equal instead of the "
-                     "slope E'(s) to 0 (6ε where 3ε belongs); values differ: expected "
+                     "e^x at 1 in float64: about 1e-5: 6ε where 3ε belongs: it sets the two terms "
+                     "equal, or drops the 2 of d(s²)/ds = 2s; values differ: expected "
                      "8.733476581980381e-06, got 1.100349098440101e-05"),
         forgot_the_3=(lambda *args: best_step(*args, factor=1),
                       "the 3 that differentiating s²/6 leaves is missing; values differ: "

@@ -1,19 +1,14 @@
-"""Exercise checkers: run a learner's function on several cases and say what is wrong.
+"""Exercise checkers: run a learner's function on cases and say what is wrong.
 
-A notebook exercise gives a stub that raises ``NotImplementedError`` and a checker from
-``course_utils.checks.nbNN`` (one module per notebook). Each checker is a call to
-:func:`check_function` with the cases chosen for that exercise, edge cases included, and the
-plausible mistakes it can name::
+Each checker of ``course_utils.checks.nbNN`` calls :func:`check_function` with the cases of its
+exercise, edge cases included, and the plausible mistakes it can name::
 
     check_function(my_softmax, reference=softmax, cases=[Case(([2.0, 1.0, 0.1],), "basic")],
                    mistakes={"it forgot to subtract the maximum": unshifted_softmax})
 
-It prints one verdict per case (expected against got, shape, dtype, the exception raised, the
-argument the function changed in place, and the mistake whose numbers it reproduces) and returns
-a :class:`CheckResult` that tests can assert on. A stub still raising ``NotImplementedError`` is
-reported as "not attempted yet", not as a failure. A *constrain* exercise's rule is a
-:class:`~course_utils.checks.rules.Rule`, enforced by reading the code (``rules.py``); nothing is
-patched while the learner's code runs.
+It prints one verdict per case and returns a :class:`CheckResult`; a stub still raising
+``NotImplementedError`` is "not attempted yet". A *constrain* exercise's rule is a
+:class:`~course_utils.checks.rules.Rule`, read from the code; nothing is patched while it runs.
 """
 
 from __future__ import annotations
@@ -68,10 +63,9 @@ def _argument_name(func: Callable, key: int | str) -> str:
 
 def _changed_argument(func: Callable, case: Case, args: tuple, kwargs: dict) -> str | None:
     """The message for the first argument (array, tensor, list, dict) ``func`` changed in place."""
-    before: dict[int | str, Any] = {**dict(enumerate(case.args))}
+    before: dict[int | str, Any] = dict(enumerate(case.args))
     before.update(case.kwargs)
-    after: dict[int | str, Any] = {**dict(enumerate(args))}
-    after.update(kwargs)
+    after: dict[int | str, Any] = {**dict(enumerate(args)), **kwargs}
     for key, original in before.items():
         mutable = isinstance(original, (list, dict, set, np.ndarray)) or _is_tensor(original)
         if mutable and compare(after[key], original, rtol=0, atol=0) is not None:
@@ -80,13 +74,14 @@ def _changed_argument(func: Callable, case: Case, args: tuple, kwargs: dict) -> 
     return None
 
 
-
 def _named_mistake(got: Any, case: Case, mistakes: Mapping[str, Callable[..., Any]],
                    **tolerances: Any) -> str | None:
     """The message of the first of ``mistakes`` whose function returns ``got`` on ``case``."""
     for message, mistake in mistakes.items():
         try:
-            value = mistake(*copy.deepcopy(case.args), **copy.deepcopy(dict(case.kwargs)))
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")  # the mistake's warnings are not the learner's
+                value = mistake(*copy.deepcopy(case.args), **copy.deepcopy(dict(case.kwargs)))
         except Exception:  # a mistake that cannot run on this case names nothing here
             continue
         if compare(got, value, **tolerances) is None:

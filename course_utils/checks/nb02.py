@@ -9,11 +9,10 @@ import numpy as np
 from course_utils.checks import Case, CheckResult, Rule, check_function, check_number, exercise
 from course_utils.linalg import matmul_loops
 
-# np.inner is left out: the scan reads names, and a variable `inner` (the inner size) reads alike
 _NO_PRODUCT = Rule("to build each row yourself, a weighted sum of the rows of b: no `@` and no "
                    "ready-made product (np.matmul, np.dot, np.einsum, ...)", matmul=True,
-                   names={"matmul", "dot", "vdot", "tensordot", "einsum", "multi_dot", "vecdot",
-                          "matvec", "vecmat", "mm", "bmm", "mv", "__matmul__"})
+                   names={"matmul", "dot", "vdot", "inner", "tensordot", "einsum", "multi_dot",
+                          "vecdot", "matvec", "vecmat", "mm", "bmm", "mv", "__matmul__"})
 
 
 @exercise("constrain")
@@ -48,7 +47,7 @@ def check_projection_to_score_ratio(answer, *, show_answer: bool = False) -> Che
     mistakes = {1 / _RATIO: "that is the ratio upside down: scores over projections",
                 _RATIO * 12: "that compares the projections with the scores of one head only",
                 _RATIO / 4: "that counts one projection; a layer has four (Q, K, V and output)",
-                _RATIO / 2: "that adds the weights times V; the question leaves that product out"}
+                _RATIO / 2: "that adds the weights times V (left out here) or drops a 2 of 2 m n k"}
     return check_number(
         answer, _RATIO, name="projection_to_score_ratio", mistakes=mistakes,
         label="projection FLOPs / score FLOPs, GPT-2 small, N = 1024",

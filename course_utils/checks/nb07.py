@@ -32,7 +32,7 @@ def check_best_step(func: Callable[[float, float, float], float]) -> CheckResult
              Case((np.array([e, 10.0, 8.0]), np.array([e, -60_000.0, 6.0]),
                    np.array([e64, e64, e32])), "three at once, as NumPy arrays: a step each")]
     mistakes = {
-        "it sets the two terms equal instead of the slope E'(s) to 0 (6ε where 3ε belongs)":
+        "6ε where 3ε belongs: it sets the two terms equal, or drops the 2 of d(s²)/ds = 2s":
             lambda *args: _step(*args, factor=6),
         "the 3 that differentiating s²/6 leaves is missing": lambda *a: _step(*a, factor=1),
         "a square root: E'(s) = 0 is an equation in s³": lambda *args: _step(*args, root=2),

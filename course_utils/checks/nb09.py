@@ -108,8 +108,8 @@ def check_add_positions(func: Callable) -> CheckResult:
         Case((rng.normal(size=(5, 5, 4)),), "B = N = 5: the shapes cannot tell B from N"),
         Case((rng.normal(size=(1, 7, 2)),), "one sentence of 7 tokens"),
     ]
-    mistakes = {"still the bug: len(X) is the batch size B, so sentence b gets PE(b) on every "
-                "token; the positions run along axis 1":
+    mistakes = {"still the bug: sentence b gets PE(b) on every token (len(X) is the batch size B, "
+                "and pe[:, None, :] lays the rows along the batch axis); positions are axis 1":
                 lambda X: X + positional.sinusoidal_encoding(len(X), X.shape[-1])[:, None, :]}
     return check_function(func, cases=cases, name="add_positions", rtol=1e-12, atol=1e-12,
                           reference=lambda X: X + positional.sinusoidal_encoding(*X.shape[1:]),
@@ -122,8 +122,8 @@ _INPUT_MISTAKES = {
     "vectors that point the same way; for two unrelated vectors the squared lengths add",
     math.sqrt(_D / 2): "the length of PE(1000) alone (or of an embedding left without its "
     "sqrt(d_model) factor, sqrt(1 + 256))",
-    math.sqrt(_D): "the length of the scaled embedding alone; PE(1000) adds its own 256 to the "
-    "squared length",
+    math.sqrt(_D): "the length of the scaled embedding alone; PE(1000) is part of the row too, "
+    "and it adds to the squared length",
     1 + math.sqrt(_D / 2): "1 + 16: the embedding without its sqrt(d_model) factor, and the "
     "lengths added rather than the squared lengths",
 }
@@ -141,7 +141,7 @@ def check_input_length(answer: object, *, show_answer: bool = False) -> CheckRes
         "part (≈ 22.6) and the position's (16) are of similar size; without it the token's "
         "part (≈ 1) would be a small change to the position's")
     hint = ("work with squared lengths, ||a + b||² = ||a||² + ||b||² + 2 a·b: what is each of the "
-            "three terms on average?")
+            "three terms on average, and what length do they give?")
     return check_number(answer, math.sqrt(_D + _D / 2), name="input_length", rtol=0.05,
                         label="length of sqrt(d_model) x + PE(1000), d_model = 512",
                         explanation=explanation, hint=hint, mistakes=_INPUT_MISTAKES,

@@ -29,7 +29,7 @@ def check_decode_intensity(answer: object, *, show_answer: bool = False) -> Chec
         best - 1: round_up, 1: "that is one sequence, about 1 FLOP per byte.",
         math.ceil(ridge): "that takes the intensity to be B itself; the B vectors are bytes too.",
         next(b for b in range(1, 4 * n) if per_byte(b, 4) >= ridge): "that counts 4 bytes a "
-                                                                     "number; float16 has 2."}
+            "number (float16 has 2), or 1 FLOP a multiply-add (it is 2): half the intensity."}
     atol = 0.5  # a batch size: the whole number itself, not a number near it
     if isinstance(answer, (float, np.floating)) and answer % 1:
         atol, mistakes = 0.0, {float(answer): "that is not a whole number of sequences" + (

@@ -46,7 +46,7 @@ def check_number(
     the ``hint``. A further miss of the same exercise, or ``show_answer=True``, also prints the
     right value and the explanation.
     """
-    reveal = f"  the answer: about {_shown(expected)}. {explanation}"
+    reveal = f"  the answer: {'about ' if rtol else ''}{_shown(expected)}. {explanation}"
     if answer is Ellipsis:
         if verbose and show_answer:
             print(reveal)

@@ -19,17 +19,14 @@ class Status(Enum):
     NOT_ATTEMPTED = "not attempted"
 
 
-#: The kinds of exercise: re-doing what a cell showed; writing down a number before
-#: running anything; deriving a formula the notebook used; finding and fixing a bug with a named
-#: symptom; the same result under a stated rule; a variant the notebook did not show.
+#: Re-doing what a cell showed; a number written down before running anything; a formula the
+#: notebook used, derived; a bug with a named symptom; a stated rule; a variant not shown.
 EXERCISE_KINDS = ("practice", "predict", "derive", "debug", "constrain", "extend")
 
 
 def exercise(kind: str) -> Callable[[Callable], Callable]:
-    """Mark a checker with its exercise's kind (one of :data:`EXERCISE_KINDS`): ``checker.kind``.
-
-    The notebook's heading names the same kind: ``### Exercise 2 (predict): ...``.
-    """
+    """Mark a checker with its exercise's kind (``checker.kind``), named by the notebook's
+    heading too: ``### Exercise 2 (predict): ...``."""
     if kind not in EXERCISE_KINDS:
         raise ValueError(f"kind must be one of {EXERCISE_KINDS}, got {kind!r}")
 
@@ -42,12 +39,8 @@ def exercise(kind: str) -> Callable[[Callable], Callable]:
 
 @dataclass(frozen=True)
 class Case:
-    """One call to try: ``func(*args, **kwargs)``.
-
-    The expected value is ``expected`` when given, else ``reference(*args, **kwargs)``.
-    ``raises`` says the call must raise that exception type instead (an edge case such as an
-    empty input).
-    """
+    """One call to try, ``func(*args, **kwargs)``: it must return ``expected`` (else what the
+    reference returns), or raise ``raises`` (an edge case such as an empty input)."""
 
     args: tuple
     label: str = ""

@@ -1,21 +1,18 @@
-"""The rules of *constrain* exercises, and the only place a stated rule is enforced.
+"""The rules of *constrain* exercises: the one place a stated rule is checked, by two mechanisms
+that touch no library while the learner's code runs.
 
-Two mechanisms, neither of which touches a library while the learner's code runs:
-
-- :func:`scan` reads the learner's code — the function, the functions nested in it, and the
-  helpers it calls that the learner defined (found by where they are defined, never by their
-  name) — and lists the names it refers to, the library objects its names hold (so an alias such
-  as ``from numpy import searchsorted as find`` is seen), its loops and its ``@`` products.
-  :func:`broken` holds that list against a :class:`Rule`.
-- :class:`Stream` hands out items that can be read once, in order, each in one reused buffer,
-  so that an answer that keeps items for a second pass computes with stale numbers.
-
-Outside constrain exercises the scan only adds a note to a passing verdict, never a failure.
+- :func:`scan` reads the learner's code (the function, its nested functions, and the helpers it
+  calls that the learner defined, found by where they are defined, never by name): the names and
+  attributes it uses, the library objects its names hold (aliases too), its loops and ``@``;
+  :func:`broken` holds them against a :class:`Rule`, :func:`shortcut` makes a pass's note.
+- :class:`Stream` hands out items once, in order, in one reused buffer: items kept for a second
+  pass hold stale numbers.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import sys
 import sysconfig
@@ -39,10 +36,9 @@ class RuleBroken(Exception):
 
 @dataclass(frozen=True)
 class Scan:
-    """What a scan of the learner's code found: the ``names`` and attributes it refers to (with
-    the ``__name__`` of each library object a name holds), its ``loops`` (``"a for loop"``, ...)
-    and whether it multiplies with ``@`` (``matmul``). ``readable`` is False when the source could
-    not be read; the names then come from the compiled code and loops are not seen."""
+    """What a scan found: ``names`` (with the ``__name__`` of each library object a name holds),
+    ``loops`` ("a for loop", ...), ``matmul`` (``@``); ``readable`` is False when the source could
+    not be read (the names then come from the compiled code, and loops are not seen)."""
 
     names: frozenset[str]
     loops: tuple[str, ...]
@@ -59,8 +55,7 @@ _LIBRARY_FOLDERS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "pure
 
 
 def _in_a_library(func: Any) -> bool:
-    """Whether ``func`` was defined in an installed library or in course_utils, not by the
-    learner (a notebook cell, a test file, a script)."""
+    """Whether ``func`` comes from an installed library or course_utils, not from the learner."""
     path = getattr(sys.modules.get(getattr(func, "__module__", None) or ""), "__file__", None)
     return isinstance(path, str) and str(Path(path).resolve()).startswith(_LIBRARY_FOLDERS)
 
@@ -114,9 +109,9 @@ def scan(func: Callable) -> Scan:
             names.add(_library_name(item) or type(item).__name__)
             continue
         scope = dict(getattr(item, "__globals__", {}))
-        cells = zip(code.co_freevars, item.__closure__ or (), strict=False)
-        scope.update({name: cell.cell_contents for name, cell in cells
-                      if _filled(cell)})
+        for name, cell in zip(code.co_freevars, item.__closure__ or (), strict=False):
+            with contextlib.suppress(ValueError):  # a cell not filled yet
+                scope[name] = cell.cell_contents
         tree = _tree(item)
         used: set[str] = set()
         if tree is None:
@@ -155,14 +150,6 @@ def scan(func: Callable) -> Scan:
             if callable(value) and not inspect.isroutine(value) and not inspect.isclass(value):
                 names.add(type(value).__name__)  # a wrapper object: np.vectorize(helper)
     return Scan(frozenset(names), tuple(loops), matmul, readable)
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018
-    except ValueError:  # a cell not filled yet
-        return False
-    return True
 
 
 @dataclass(frozen=True)
@@ -206,10 +193,8 @@ class Stream:
     """``items`` (arrays, or tuples of arrays of equal length) read once, in order, like the key
     tiles of a long sequence: ``for item in stream`` works once and a second pass raises
     :class:`RuleBroken`. Every item arrives in the same buffer, overwritten by the next one, so an
-    answer that keeps references for later computes with the last item's numbers.
-
-    ``what`` names an item in messages ("chunk").
-    """
+    answer that keeps references for later computes with the last item's numbers. ``what``
+    names an item in messages ("chunk")."""
 
     def __init__(self, items: Sequence[Any], what: str = "item") -> None:
         self._items = [item if isinstance(item, tuple) else (item,) for item in items]
@@ -231,11 +216,9 @@ class Stream:
 
     def _generate(self) -> Iterator[Any]:
         for item in self._items:
-            views = []
-            for buffer, part in zip(self._buffers, item, strict=True):
-                view = buffer[:len(part)]
+            views = [buffer[:len(part)] for buffer, part in zip(self._buffers, item, strict=True)]
+            for view, part in zip(views, item, strict=True):
                 view[...] = part
-                views.append(view)
             yield tuple(views) if self._tuples else views[0]
 
     def __len__(self) -> int:

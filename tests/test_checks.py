@@ -312,3 +312,10 @@ def test_bad_checker_arguments():
         Case([1.0])
     with pytest.raises(TypeError, match="raises must be an exception type"):
         Case((1.0,), raises="ValueError")
+
+
+def test_a_predict_answer_may_be_any_real_number(capsys):
+    from fractions import Fraction
+
+    assert check_number(Fraction(10100, 2), 5050, **SUM).passed
+    assert check_number(np.float32(5050), 5050, **SUM).passed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,9 +53,9 @@ def check_number(
         if verbose and show_answer:
             print(reveal)
         return CheckResult(name, Status.NOT_ATTEMPTED, [], todo="replace `...` with your number")
-    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (int, float, np.number)):
-        message = f"expected a number, got {_describe(answer)}"
-    elif not np.isfinite(answer):
+    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, numbers.Real):
+        message = f"expected a number, got {_describe(answer)}"  # int, float, Fraction, NumPy
+    elif not math.isfinite(answer):
         message = f"expected a finite number, got {answer}"
     elif abs(float(answer) - expected) <= atol + rtol * abs(expected):
         message = ""

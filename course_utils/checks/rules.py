@@ -221,9 +221,6 @@ class Stream:
                 view[...] = part
             yield tuple(views) if self._tuples else views[0]
 
-    def __len__(self) -> int:
-        return len(self._items)
-
     def __repr__(self) -> str:
         state = "read" if self._read else "not read yet"
         return f"Stream({len(self._items)} {self._what}s, {state})"

@@ -1,4 +1,5 @@
-"""benchmarks/attention.py runs end to end (its --quick smoke sizes) and prints complete tables."""
+"""The benchmarks run end to end: attention.py at its --quick smoke sizes, model_paths.py for one
+round, each printing complete tables."""
 
 import re
 import subprocess
@@ -59,3 +60,13 @@ def test_tile_table_reports_ratios_to_the_default_tiles():
     for values in times.values():  # scores MiB, forward s, ratio, backward s, ratio
         assert len(values) == 5 and all(x > 0 for x in values)
     assert times["1024 × 256"][2] == 1.0 and times["256 × 256"][4] == 1.0
+
+
+def test_the_model_paths_benchmark_prints_its_table():
+    script = SCRIPT.parent / "model_paths.py"
+    done = subprocess.run([sys.executable, str(script), "--rounds", "1", "--repeats", "1"],
+                          capture_output=True, text=True, timeout=300, check=True)
+    header, row = done.stdout.splitlines()
+    assert "tokens/s" in header and done.stderr == ""
+    tokens_per_second, step_ms = numbers(row)
+    assert tokens_per_second > 0 and step_ms > 0

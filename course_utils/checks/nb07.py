@@ -1,5 +1,4 @@
-"""Checkers for notebook 07: the best finite-difference step, a numerical gradient for integer
-input too, the slope of tanh from its output, the largest learning rate on a stretched bowl."""
+"""Checkers for notebook 07: the best step, integer input, tanh's slope, the largest rate."""
 
 from __future__ import annotations
 

@@ -22,7 +22,6 @@ def _noted(result: CheckResult, func: Callable, names: Sequence[str]) -> CheckRe
 
 
 def _node(sigmoid: Callable[[Value], Value], x: float) -> tuple[float, str, float]:
-    """``sigmoid(Value(x))``: the node's value, its parents, and d node / dv after backward."""
     v = Value(x)
     out = sigmoid(v)
     if not isinstance(out, Value):
@@ -68,12 +67,10 @@ _GRAPHS: dict[str, tuple[tuple[float, ...], Callable[..., Value]]] = {  # leaves
     "x added 30 times, then squared: 30 contributions to x":
         ((0.7,), lambda x: reduce(lambda total, _: total + x, range(29), x) ** 2),
     "50 nested tanh layers with x added at each: deep and reused":
-        ((0.4,), lambda x: reduce(lambda out, _: (out * 1.1).tanh() + 0.01 * x, range(50), x)),
-}
+        ((0.4,), lambda x: reduce(lambda out, _: (out * 1.1).tanh() + 0.01 * x, range(50), x))}
 
 
 def _grads(backward: Callable[[Value], None], label: str, again: bool = False) -> np.ndarray:
-    """``backward(root)`` on the graph ``label`` (``again``: after a pass); the leaves' grads."""
     values, build = _GRAPHS[label]
     leaves = [Value(value) for value in values]
     root = build(*leaves)
@@ -84,7 +81,6 @@ def _grads(backward: Callable[[Value], None], label: str, again: bool = False) -
 
 
 def _backward(root: Value, seed=1.0, forwards=False, assign=False) -> None:
-    """From 0, the root's grad 1, in reverse order, adding; a flag changed is a known mistake."""
     order = topological_order(root)
     for node in order:
         node.grad = 0.0
@@ -109,9 +105,8 @@ def check_backward(func: Callable[[Value], None]) -> CheckResult:
         "have added theirs; walk from the end": partial(_grads, partial(_backward, forwards=True)),
         "it adds to the grads an earlier pass left (as root.backward() does): set them to 0 first":
             partial(_grads, Value.backward)}
-    result = check_function(partial(_grads, func), cases=cases, mistakes=mistakes,
-                            reference=partial(_grads, _backward), name="backward", rtol=1e-9,
-                            atol=1e-12)
+    result = check_function(partial(_grads, func), cases=cases, mistakes=mistakes, rtol=1e-9,
+                            reference=partial(_grads, _backward), name="backward", atol=1e-12)
     return _noted(result, func, ("backward",))
 
 
@@ -134,13 +129,12 @@ def check_uncorrected_step(func: Callable[..., np.ndarray]) -> CheckResult:
         ([np.inf], 0.1, 0.9, 0.999, "t = inf: the limit, lr itself, which no loop reaches")]]
     whole = ("these are the sizes of the whole steps {}(t), as a loop over range({}(t)) gives: a "
              "formula in t has a value between two steps")
-    mistakes = {
-        whole.format("int", "int"): lambda t, *args: _formula(np.floor(t), *args),
-        whole.format("ceil", "ceil"): lambda t, *args: _formula(np.ceil(t), *args),
-        "no square root over v_t": lambda t, lr, b1, b2: lr * (1 - b1**t) / (1 - b2**t),
-        "lr at every step: that is the corrected step": lambda t, lr, b1, b2: lr + 0 * t,
-        "beta1 and beta2 swapped": lambda t, lr, b1, b2: _formula(t, lr, b2, b1),
-        "the first step's size at every t": lambda t, lr, b1, b2: _formula(1 + 0 * t, lr, b1, b2)}
+    mistakes = {whole.format("int", "int"): lambda t, *args: _formula(np.floor(t), *args),
+                whole.format("ceil", "ceil"): lambda t, *args: _formula(np.ceil(t), *args),
+                "no square root over v_t": lambda t, lr, b1, b2: lr * (1 - b1**t) / (1 - b2**t),
+                "lr at every step: that is the corrected step": lambda t, lr, b1, b2: lr + 0 * t,
+                "beta1 and beta2 swapped": lambda t, lr, b1, b2: _formula(t, lr, b2, b1),
+                "the first step's size at every t": lambda t, *args: _formula(1 + 0 * t, *args)}
     return check_function(func, cases=cases, reference=_formula, mistakes=mistakes,
                           name="uncorrected_step", rtol=1e-9)
 

@@ -1,5 +1,4 @@
-"""Checkers for notebook 09: the encoding without a loop, the dot product of two encodings as a
-formula in the offset, positions added to a batch, and the length of an input row."""
+"""Checkers for notebook 09: the encoding without a loop, PE·PE in the offset, positions, a row."""
 
 from __future__ import annotations
 
@@ -24,10 +23,8 @@ def _omega(d_model: int, exponent: int = 2) -> np.ndarray:
 
 
 def _table(n_positions: int, d_model: int, exponent: int = 2, layout: str = "") -> np.ndarray:
-    """The encoding, or a mistake: another exponent, or a "concatenated" or "swapped" layout."""
     angles = np.outer(np.arange(n_positions), _omega(d_model, exponent))
-    first, second = (np.cos(angles), np.sin(angles)) if layout == "swapped" else (
-        np.sin(angles), np.cos(angles))
+    first, second = (np.sin(angles), np.cos(angles))[::-1 if layout == "swapped" else 1]
     if layout == "concatenated":
         return np.concatenate([first, second], axis=1)
     return np.stack([first, second], axis=-1).reshape(n_positions, d_model)
@@ -35,16 +32,12 @@ def _table(n_positions: int, d_model: int, exponent: int = 2, layout: str = "") 
 
 @exercise("constrain")
 def check_sinusoidal_encoding(func: Callable) -> CheckResult:
-    """``func(n_positions, d_model)``: float64 (n_positions, d_model), ``PE[pos, 2i] =
-    sin(pos ω_i)``, ``PE[pos, 2i+1] = cos(pos ω_i)``, ω_i = 10000^(-2i/d_model); ValueError for an
-    odd d_model. The rule, read from the code: no loop, no positional.sinusoidal_encoding."""
-    cases = [
-        Case((3, 2), "d_model = 2: [sin(pos), cos(pos)]"),
-        Case((1, 8), "position 0 is [0, 1, 0, 1, ...]"),
-        Case((10, 4), "10 positions, d_model = 4"),
-        Case((1000, 16), "1000 positions, d_model = 16"),
-        Case((4, 5), "odd d_model", raises=ValueError),
-    ]
+    """``func(n, d_model)``: float64 (n, d_model), ``PE[pos, 2i] = sin(pos ω_i)``, ``PE[pos, 2i+1] =
+    cos(pos ω_i)``, ω_i = 10000^(-2i/d_model); ValueError for an odd d_model."""
+    cases = [Case(args, label) for args, label in [
+        ((3, 2), "d_model = 2: [sin(pos), cos(pos)]"), ((1, 8), "position 0 is [0, 1, 0, 1, ...]"),
+        ((10, 4), "10 positions, d_model = 4"), ((1000, 16), "1000 positions, d_model = 16")]]
+    cases.append(Case((4, 5), "odd d_model", raises=ValueError))
     mistakes = {
         "sines in the first half and cosines in the second: the table interleaves them, a sine "
         "in each even column and a cosine in the odd one after it":
@@ -52,17 +45,14 @@ def check_sinusoidal_encoding(func: Callable) -> CheckResult:
         "sin and cos swapped: the sines go to the even columns 0, 2, ...":
             lambda n, d: _table(n, d, layout="swapped"),
         "the frequencies are 10000^(-i/d_model): the exponent is 2i/d_model, i counting pairs":
-            lambda n, d: _table(n, d, exponent=1),
-    }
+            lambda n, d: _table(n, d, exponent=1)}
     return check_function(func, cases=cases, reference=positional.sinusoidal_encoding,
                           name="sinusoidal_encoding", rtol=1e-9, atol=1e-12, rule=_NO_LOOP,
                           mistakes=mistakes)
 
 
 def _pe_dot(k: np.ndarray, d_model: int, exponent: int = 2, wave: Callable = np.cos) -> np.ndarray:
-    """sum_i cos(k ω_i) for every offset of ``k`` (or a mistake: another exponent, a sine)."""
-    return wave(np.multiply.outer(np.asarray(k, dtype=np.float64), _omega(d_model, exponent))
-                ).sum(-1)
+    return wave(np.multiply.outer(np.asarray(k, dtype=float), _omega(d_model, exponent))).sum(-1)
 
 
 def _measured(k: np.ndarray, d_model: int) -> np.ndarray:
@@ -83,16 +73,14 @@ def check_pe_dot(func: Callable) -> CheckResult:
     cases += [Case((np.array([2.5, -0.5]), 16), "k = 2.5 and -0.5, d_model = 16: offsets that "
                    "no table of whole positions holds, and a formula in k does"),
               Case((np.array([100_000.0]), 16), "k = 100 000: far beyond any table")]
-    mistakes = {
-        "it sums sines: pair i gives sin a sin b + cos a cos b = cos(a - b), a cosine of k ω_i":
-            lambda k, d: _pe_dot(k, d, wave=np.sin),
-        "it counts d_model terms: there are d_model / 2 pairs, one cosine each":
-            lambda k, d: 2 * _pe_dot(k, d),
-        "the frequencies are 10000^(-i/d_model): ω_i = 10000^(-2i/d_model), i counting pairs":
-            lambda k, d: _pe_dot(k, d, exponent=1),
-        "it reads k as a whole offset, as a table of positions does: the formula holds at any "
-        "real k": lambda k, d: _pe_dot(np.trunc(k), d),
-    }
+    mistakes = {"it sums sines: pair i gives sin a sin b + cos a cos b = cos(a - b), a cosine "
+                "of k ω_i": lambda k, d: _pe_dot(k, d, wave=np.sin),
+                "it counts d_model terms: there are d_model / 2 pairs, one cosine each":
+                    lambda k, d: 2 * _pe_dot(k, d),
+                "the frequencies are 10000^(-i/d_model): ω_i = 10000^(-2i/d_model), i counting "
+                "pairs": lambda k, d: _pe_dot(k, d, exponent=1),
+                "it reads k as a whole offset, as a table of positions does: the formula holds "
+                "at any real k": lambda k, d: _pe_dot(np.trunc(k), d)}
     return check_function(func, cases=cases, reference=_pe_dot, name="pe_dot", rtol=1e-9,
                           atol=1e-9, mistakes=mistakes,
                           shortcuts=("sinusoidal_encoding", "relative_position_matrix"))
@@ -102,12 +90,11 @@ def check_pe_dot(func: Callable) -> CheckResult:
 def check_add_positions(func: Callable) -> CheckResult:
     """``func(X)`` for X of shape (B, N, d_model): X + PE_{0:N} for every sentence, X unchanged."""
     rng = np.random.default_rng(9)
-    cases = [
-        Case((np.zeros((2, 5, 8)),), "2 sentences of 5 tokens, all zero: the output is PE twice"),
-        Case((rng.normal(size=(3, 4, 6)),), "3 sentences of 4 tokens, d_model = 6"),
-        Case((rng.normal(size=(5, 5, 4)),), "B = N = 5: the shapes cannot tell B from N"),
-        Case((rng.normal(size=(1, 7, 2)),), "one sentence of 7 tokens"),
-    ]
+    cases = [Case((x,), label) for x, label in [
+        (np.zeros((2, 5, 8)), "2 sentences of 5 tokens, all zero: the output is PE twice"),
+        (rng.normal(size=(3, 4, 6)), "3 sentences of 4 tokens, d_model = 6"),
+        (rng.normal(size=(5, 5, 4)), "B = N = 5: the shapes cannot tell B from N"),
+        (rng.normal(size=(1, 7, 2)), "one sentence of 7 tokens")]]
     mistakes = {"still the bug: sentence b gets PE(b) on every token (len(X) is the batch size B, "
                 "and pe[:, None, :] lays the rows along the batch axis); positions are axis 1":
                 lambda X: X + positional.sinusoidal_encoding(len(X), X.shape[-1])[:, None, :]}
@@ -125,8 +112,7 @@ _INPUT_MISTAKES = {
     math.sqrt(_D): "the length of the scaled embedding alone; PE(1000) is part of the row too, "
     "and it adds to the squared length",
     1 + math.sqrt(_D / 2): "1 + 16: the embedding without its sqrt(d_model) factor, and the "
-    "lengths added rather than the squared lengths",
-}
+    "lengths added rather than the squared lengths"}
 
 
 @exercise("predict")

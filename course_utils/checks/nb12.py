@@ -14,7 +14,6 @@ from course_utils.checks import Case, CheckResult, check_function, check_number,
 
 
 def _norm(x, gamma, beta, eps=1e-5, *, dims=(-1,), correction=0, eps_at="in"):
-    """``γ (x − μ) / √(σ² + ε) + β``, μ and σ² over ``dims`` (or a slip: ε misplaced, ...)."""
     mu, var = x.mean(dims, keepdim=True), x.var(dims, keepdim=True, correction=correction)
     root = torch.sqrt(var + eps * (eps_at == "in")) + eps * (eps_at == "out")
     return gamma * (x - mu) / root + beta
@@ -32,8 +31,7 @@ _LN_MISTAKES: dict[str, Callable] = {
     "μ and σ² are taken over dim 0, across the batch" + _PER_TOKEN: partial(_norm, dims=(0,)),
     "μ and σ² are taken over the last two dims" + _PER_TOKEN: partial(_norm, dims=(-2, -1)),
     "γ and β are ignored: the output is γ x̂ + β": lambda x, g, b, eps=1e-5: _norm(x, 1, 0, eps),
-    "it ignores the eps argument (ε is always 1e-5)": lambda x, g, b, eps=1e-5: _norm(x, g, b),
-}
+    "it ignores the eps argument (ε is always 1e-5)": lambda x, g, b, eps=1e-5: _norm(x, g, b)}
 
 
 @exercise("practice")
@@ -41,17 +39,15 @@ def check_layer_norm(func: Callable) -> CheckResult:
     """``func(x, gamma, beta, eps=1e-5)``: ``γ (x − μ) / √(σ² + ε) + β`` over the last dimension,
     with the biased variance σ² (divide by d_model). A library norm passes with a note."""
     ones, zeros = torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
-    cases = [
-        Case((torch.arange(1.0, 5.0, dtype=torch.float64)[None], ones, zeros),
-             "[1, 2, 3, 4]: mean 2.5, variance 1.25"),
-        Case((randn(3, 5, 6, seed=4, scale=10.0, shift=-3.0), randn(6, seed=5),
-              randn(6, seed=6)), "a batch (3, 5, 6) with γ and β"),
-        Case((randn(2, 4, seed=8, scale=0.01), ones, zeros),
-             "a token with tiny features (σ² about 1e-4, so ε counts)"),
-        Case((torch.full((2, 4), 7.0, dtype=torch.float64), ones, zeros + 0.5),
-             "a constant token: variance 0, output β (ε avoids 0/0)"),
-        Case((randn(4, 4, seed=7), ones, zeros), "eps = 0.1 matters", kwargs={"eps": 0.1}),
-    ]
+    cases = [Case((torch.arange(1.0, 5.0, dtype=torch.float64)[None], ones, zeros),
+                  "[1, 2, 3, 4]: mean 2.5, variance 1.25"),
+             Case((randn(3, 5, 6, seed=4, scale=10.0, shift=-3.0), randn(6, seed=5),
+                   randn(6, seed=6)), "a batch (3, 5, 6) with γ and β"),
+             Case((randn(2, 4, seed=8, scale=0.01), ones, zeros),
+                  "a token with tiny features (σ² about 1e-4, so ε counts)"),
+             Case((torch.full((2, 4), 7.0, dtype=torch.float64), ones, zeros + 0.5),
+                  "a constant token: variance 0, output β (ε avoids 0/0)"),
+             Case((randn(4, 4, seed=7), ones, zeros), "eps = 0.1 matters", kwargs={"eps": 0.1})]
     return check_function(func, cases=cases, reference=_norm, name="layer_norm", rtol=1e-9,
                           atol=1e-12, mistakes=_LN_MISTAKES, shortcuts=_LIBRARY_NORMS)
 
@@ -85,16 +81,10 @@ def _block(x, gamma, beta, w1, b1, w2, b2, *, dim=-1, add="x", post=False, norm=
     return (h if add == "normalized" else x) + act(h @ w1 + b1) @ w2 + b2
 
 
-def _given_block(x, gamma, beta, w1, b1, w2, b2):  # the notebook's buggy_pre_ln_block
-    out = x - x.mean(dim=-2, keepdim=True)
-    out = gamma * out / torch.sqrt(out.pow(2).mean(dim=-2, keepdim=True) + 1e-5) + beta
-    return out + torch.relu(out @ w1 + b1) @ w2 + b2
-
-
 _EPS = "the exercise's LayerNorm divides by √(σ² + ε) with ε = 1e-5"
 _BLOCK_MISTAKES: dict[str, Callable] = {
     "still the bug: two mistakes, LayerNorm runs over the tokens (dim=-2), and the residual adds "
-    "the normalized x instead of x": _given_block,
+    "the normalized x instead of x": partial(_block, dim=-2, add="normalized"),
     "the output is LN(x), which both post-LN, LN(x + FFN(x)), and a residual that adds the "
     "normalized x give when the weights are zero; pre-LN is x + FFN(LN(x)), which gives x back":
         lambda x, gamma, beta, *weights: _norm(x, gamma, beta),
@@ -108,8 +98,7 @@ _BLOCK_MISTAKES: dict[str, Callable] = {
     "divides by d_model (correction=0, section 4's Convention box)": partial(_block, correction=1),
     "ε is too small (1e-12, or none at all): " + _EPS: partial(_block, eps=1e-12),
     "ε is 1e-6 (the default of RMSNorm, notebook 15); " + _EPS: partial(_block, eps=1e-6),
-    "the FFN applies GELU; the exercise's applies ReLU (torch.relu)": partial(_block, act=F.gelu),
-}
+    "the FFN applies GELU; the exercise's applies ReLU (torch.relu)": partial(_block, act=F.gelu)}
 
 
 @exercise("debug")

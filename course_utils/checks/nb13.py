@@ -21,12 +21,6 @@ def _masks(tgt_mask, src_mask, *, tri="tril", diagonal=0, keys=True, rows=False,
     return (~self_mask, ~cross_mask) if invert else (self_mask, cross_mask)
 
 
-def _given_masks(tgt_mask, src_mask):  # the notebook's buggy_decoder_masks
-    (b, n_tgt), n_src = tgt_mask.shape, src_mask.shape[1]
-    causal = torch.ones(n_tgt, n_tgt, dtype=torch.bool).tril(diagonal=1)
-    return causal & tgt_mask[:, :, None], src_mask[:, None, :].expand(b, n_tgt, n_src)
-
-
 _ROWS = "self_mask blanks the whole row of a padded query: only keys are masked (the last axis)"
 _MASK_MISTAKES: dict[str, Callable] = {
     "self_mask lets query i read key i + 1, the token it has to predict (look at the diagonal "
@@ -39,8 +33,7 @@ _MASK_MISTAKES: dict[str, Callable] = {
     "cross_mask is causal: every real source token may be read": partial(_masks, causal_cross=True),
     "both masks are inverted: here True = may attend": partial(_masks, invert=True),
     "still the bug: self_mask lets each query read the next target token, and it masks padded "
-    "queries (rows) instead of padded keys": _given_masks,
-}
+    "queries (rows) instead of padded keys": partial(_masks, diagonal=1, keys=False, rows=True)}
 
 
 @exercise("debug")
@@ -98,8 +91,7 @@ _JACOBIAN_MISTAKES = {
     "the tanh slope is taken at the previous state s_{t−1}; it is 1 − s_t²": _jac(at="previous"),
     "the tanh slope is 1 − a² of the pre-activation a; it is 1 − s_t²": _jac(at="pre"),
     "the slopes scale the rows of W_s (c[:, None]); they scale its columns": _jac(scaled="rows"),
-    "the tanh slope is missing: that is W_s^N, N linear steps": _jac(at="none"),
-}
+    "the tanh slope is missing: that is W_s^N, N linear steps": _jac(at="none")}
 
 
 @exercise("derive")
@@ -143,8 +135,7 @@ _FLOP_MISTAKES = {
     "cross-attention's Q is projected from the N_tgt target rows, not the N_src source rows":
         _slip(lambda t, s, d: -2 * (s - t) * d * d),
     "cross-attention reads the N_src source positions: its K and V have N_src rows, and its "
-    "score matrix is N_tgt x N_src": _slip(lambda t, s, d: 4 * (s - t) * (d + t) * d),
-}
+    "score matrix is N_tgt x N_src": _slip(lambda t, s, d: 4 * (s - t) * (d + t) * d)}
 
 
 @exercise("extend")

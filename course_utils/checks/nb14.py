@@ -117,6 +117,7 @@ def check_smoothed_cross_entropy(func: Callable[..., torch.Tensor]) -> CheckResu
         "the padded positions are averaged in with their own losses: keep only the real target "
         "positions, as section 4 does": partial(_smoothed, over="every")}
     return check_function(func, cases=cases, name="smoothed_cross_entropy", rtol=1e-5, atol=1e-6,
-                          mistakes=mistakes, shortcuts=("sequence_loss", "cross_entropy"),
+                          mistakes=mistakes,
+                          shortcuts=("sequence_loss", "cross_entropy", "CrossEntropyLoss"),
                           reference=lambda z, y, pad, alpha: sequence_loss(
                               z, y, pad, label_smoothing=alpha))

@@ -1,6 +1,4 @@
-"""Checkers for notebook 17: the online softmax over a stream of chunks (constrain), the tiles a
-causal mask skips (predict), a causal block read tile by tile (extend), the fast memory at which
-FlashAttention-1 beats standard attention (predict), a tile's backward pass (debug)."""
+"""Checkers for notebook 17: online softmax, skipped tiles, causal blocks, FA-1's M, tile grads."""
 
 import math
 from collections.abc import Callable
@@ -19,13 +17,6 @@ OWN_UPDATE = Rule("to write the chunk-by-chunk update yourself, without the cour
                                        "merge_softmax_stats", "merge_attention_partials"})
 
 
-def _kept_chunks(chunks: Stream) -> tuple[float, float]:
-    """Every chunk kept for a second pass: views of the stream's one buffer, gone stale."""
-    kept = list(chunks)
-    m = max(float(c.max()) for c in kept)
-    return m, sum(float(np.exp(c - m).sum()) for c in kept)
-
-
 @exercise("constrain")
 def check_online_softmax_stats(func: Callable[[Stream], tuple[float, float]]) -> CheckResult:
     """``func(chunks)`` → ``(m, ℓ)``: ``m = max x``, ``ℓ = Σ e^(x − m)`` over a :class:`Stream`
@@ -38,15 +29,15 @@ def check_online_softmax_stats(func: Callable[[Stream], tuple[float, float]]) ->
         ([[-5.0, -3.0], [-4.0]], "all negative: m starts at -inf, not 0"),
         ([[7.5]], "one chunk of one score: (7.5, 1.0)"),
         (list(3 * np.random.default_rng(16).normal(size=(40, 1024)) + np.linspace(-20, 20, 40)[
-            :, None]), "40 chunks of 1,024 scores, each used as it arrives"),
-    ]
+            :, None]), "40 chunks of 1,024 scores, each used as it arrives")]
     cases = [Case((Stream([np.array(c, dtype=float) for c in chunks], "chunk"),), label,
                   expected=online_softmax.online_softmax_stats(np.concatenate(chunks)))
              for chunks, label in chunked]
     kept = ("it keeps the chunks for later: each arrives in the same reused buffer, so a kept "
             "chunk shows the last chunk's numbers; update m and ℓ as each chunk arrives")
+    mistakes = {kept: lambda chunks: online_softmax.online_softmax_stats(np.concatenate([*chunks]))}
     return check_function(func, cases=cases, name="online_softmax_stats", names=("m", "ℓ"),
-                          no_warnings=True, rule=OWN_UPDATE, mistakes={kept: _kept_chunks})
+                          no_warnings=True, rule=OWN_UPDATE, mistakes=mistakes)
 
 
 @exercise("predict")
@@ -70,11 +61,6 @@ def check_skipped_tiles(answer: object, *, show_answer: bool = False) -> CheckRe
                              "see; the blocks after that one are skipped.")
 
 
-def _smallest_fast_memory(n: int, d: int, moves: Callable[[int], float], standard: float) -> int:
-    """The smallest ``M``, a whole number of rows of ``4d``, with ``moves(M) < standard``."""
-    return next(rows * 4 * d for rows in range(1, n + 1) if moves(rows * 4 * d) < standard)
-
-
 @exercise("predict")
 def check_fa1_break_even(answer: object, *, show_answer: bool = False) -> CheckResult:
     """``answer``: the smallest ``M`` (rows of ``4d``) with FlashAttention-1's ``3Nd + 2N +
@@ -84,10 +70,10 @@ def check_fa1_break_even(answer: object, *, show_answer: bool = False) -> CheckR
     def fa1(fast: int, per_step: int = 3 * n * d + 4 * n) -> int:
         return 3 * n * d + 2 * n + math.ceil(n / math.ceil(fast / (4 * d))) * per_step
 
-    def fa2(fast: int) -> int:  # section 6's order: costs' count and the log-sum-exp, N
-        return costs.tiled_attention_io(n, d, fast) + n
+    def least(moves: Callable[[int], float], standard: float) -> int:  # M: whole rows of 4d
+        return next(rows * 4 * d for rows in range(1, n + 1) if moves(rows * 4 * d) < standard)
 
-    standard, least = costs.standard_attention_io(n, d), partial(_smallest_fast_memory, n, d)
+    standard = costs.standard_attention_io(n, d)
     expected = least(fa1, standard)
     rows, steps = expected // (4 * d), math.floor((4 * n + d - 2) / (3 * d + 4))
     explanation = (
@@ -100,8 +86,9 @@ def check_fa1_break_even(answer: object, *, show_answer: bool = False) -> CheckR
         rows: "that is B_c, in rows of keys; the question asks for M, in numbers.",
         least(fa1, 4 * n * n): "that drops standard attention's 4Nd (reading Q, K, V and writing "
         "O): the counts differ by less than one outer step, so every term counts.",
-        least(fa2, standard): "that is where section 6's FlashAttention-2 order (2Nd + N + "
-        "T_r·2Nd) wins; FlashAttention-1 reads and writes O, ℓ and m at every outer step.",
+        least(lambda fast: costs.tiled_attention_io(n, d, fast) + n, standard): "that is where "
+        "section 6's FlashAttention-2 order (2Nd + N + T_r·2Nd) wins; FlashAttention-1 reads and "
+        "writes O, ℓ and m at every outer step.",
         least(fa1, 2 * n * n + 4 * n * d): "that counts S and P once each (2N²); standard "
         "attention writes S, reads it back, writes P and reads P again: 4N².",
         least(partial(fa1, per_step=2 * n * d + 4 * n), standard): "that leaves out Q, read at "
@@ -139,8 +126,7 @@ def _kept_blocks(q: np.ndarray, q_start: int, blocks: Stream):
 @exercise("extend")
 def check_causal_block_forward(func: Callable[..., tuple]) -> CheckResult:
     """``func(q, q_start, blocks)``: causal ``(out, lse)`` of ``q`` ``(B_q, d)`` at positions
-    ``q_start …``, the keys and values a :class:`Stream` of ``(k_blk, v_blk)`` from position 0;
-    in some cases the blocks after the last query hold NaN, as a loop that stops never reads."""
+    ``q_start …``, keys and values a :class:`Stream` of ``(k_blk, v_blk)`` from position 0."""
     rng = np.random.default_rng(16)
 
     def case(q, q_start, k, v, size, label, unwritten=False):
@@ -148,27 +134,24 @@ def check_causal_block_forward(func: Callable[..., tuple]) -> CheckResult:
         blocks = list(zip(np.split(k, cuts), np.split(v, cuts), strict=True))
         last = (q_start + len(q) - 1) // size  # the block of the last query's own key
         if unwritten:  # the blocks wholly after the last query: not written yet
-            blocks[last + 1 :] = [tuple(np.full_like(x, np.nan) for x in kv)
-                                  for kv in blocks[last + 1 :]]
+            blocks[last + 1 :] = [(a * np.nan, b * np.nan) for a, b in blocks[last + 1 :]]
         return Case((q, q_start, Stream(blocks, "block")), label,
                     expected=_causal_reference(q, q_start, k, v))
 
     q, k, v = rng.normal(size=(4, 4)), rng.normal(size=(16, 4)), rng.normal(size=(16, 2))
     up, long = np.array([1.0, 0.0, 0.0, 0.0]), rng.normal(size=(2, 7680, 8))
-    cases = [
-        case(q, 8, k, v, 4, "queries 8-11, blocks of 4: blocks 0, 1 and the diagonal 2; block 3 "
-             "is not written yet (NaN): a causal loop stops before it", unwritten=True),
-        case(q, 0, k, v, 4, "queries 0-3: only the diagonal block, masked inside"),
-        case(q[:3], 5, k, v, 4, "queries 5-7 (not a whole block): the diagonal cuts block 1"),
-        case(q, 5, k, v, 4, "queries 5-8: the next block starts at the last query (key 8), so "
-             "the loop must read it", unwritten=True),
-        case(q * 0.1 + 2 * up, 10, k * 0.1 + np.outer(np.arange(16.0), up) * 3, v, 3,
-             "the max rises in every block: rescale ℓ and the accumulator"),
-        case(q * 40 + 80 * up, 12, k + 25 * up, v, 5,
-             "scores near 1000, the last block shorter: no overflow"),
-        case(rng.normal(size=(4, 8)), 7676, long[0], long[1], 256,
-             "30 blocks of 256 keys, each used as it arrives"),
-    ]
+    cases = [case(q, 8, k, v, 4, "queries 8-11, blocks of 4: blocks 0, 1 and the diagonal 2; block "
+                  "3 is not written yet (NaN): a causal loop stops before it", unwritten=True),
+             case(q, 0, k, v, 4, "queries 0-3: only the diagonal block, masked inside"),
+             case(q[:3], 5, k, v, 4, "queries 5-7 (not a whole block): the diagonal cuts block 1"),
+             case(q, 5, k, v, 4, "queries 5-8: the next block starts at the last query (key 8), so "
+                  "the loop must read it", unwritten=True),
+             case(q * 0.1 + 2 * up, 10, k * 0.1 + np.outer(np.arange(16.0), up) * 3, v, 3,
+                  "the max rises in every block: rescale ℓ and the accumulator"),
+             case(q * 40 + 80 * up, 12, k + 25 * up, v, 5,
+                  "scores near 1000, the last block shorter: no overflow"),
+             case(rng.normal(size=(4, 8)), 7676, long[0], long[1], 256,
+                  "30 blocks of 256 keys, each used as it arrives")]
     kept = ("it keeps the blocks for later: each arrives in the same reused buffer, so a kept "
             "block shows the last one's numbers; update m, ℓ and the accumulator as each arrives")
     return check_function(func, cases=cases, name="causal_block_forward", names=("out", "lse"),
@@ -212,8 +195,7 @@ def check_tile_backward(func: Callable[..., tuple]) -> CheckResult:
         case(randn(4, 4, seed=4), randn(7, 4, seed=5), slice(4, 7),
              "the second of two key tiles: the tile holds only some of each row's keys", seed=6),
         case(randn(2, 4, seed=7, shift=400.0), randn(6, 4, seed=8, scale=0.001, shift=1.0),
-             slice(0, 3), "scores near 800: exp(S) alone overflows", seed=9),
-    ]
+             slice(0, 3), "scores near 800: exp(S) alone overflows", seed=9)]
     bug = ("still the bug: P is a softmax over this tile's keys alone; rebuild it from the saved "
            "lse, normalised over all keys")
     return check_function(func, cases=cases, name="tile_backward", names=("dq", "dk", "dv"),

@@ -99,11 +99,13 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int,
     )
 
 
-def _progress_bar(total: int) -> tqdm:
-    """tqdm's bar for ``total`` steps: its notebook widget where a learner runs the cell
-    (JupyterLab, Colab; text in a terminal), or, where outputs are stored and compared
-    (``COURSE_STORED_OUTPUTS=1``, set by the Makefile), plain text on stdout written twice, at the
-    start and at the end, so the stored output is one short line."""
+def progress_bar(total: int) -> tqdm:
+    """A tqdm progress bar for ``total`` steps (``update()``, ``set_postfix_str``, ``close()``):
+    its notebook widget where a learner runs the cell (JupyterLab, Colab; text in a terminal),
+    or, where outputs are stored and compared (``COURSE_STORED_OUTPUTS=1``, set by the
+    Makefile), plain text on stdout written twice, at the start and at the end, so the stored
+    output is one short line."""
+    total = check_int(total, "total")
     if os.environ.get("COURSE_STORED_OUTPUTS"):
         from tqdm import tqdm as text_bar
 
@@ -146,7 +148,7 @@ def train(
         clip_norm = check_real(clip_norm, "clip_norm", low=0, low_open=True)
     model.train()
     losses: list[float] = []
-    bar = _progress_bar(n_steps) if progress else None
+    bar = progress_bar(n_steps) if progress else None
     step = 0
     while step < n_steps:
         empty = True

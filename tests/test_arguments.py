@@ -466,6 +466,8 @@ ROWS = [
         "pad_id", np.int64(0), 0.5, None),
     Row(training.sequence_loss, {"logits": LOGITS[None], "targets": torch.tensor([[1, 3]]),
                                  "pad_id": 0}, "label_smoothing", np.float32(0.25), "0.1", 1.5),
+    *ints(training.progress_bar, {"total": 3}, ("total",),
+          call=lambda **kw: training.progress_bar(**kw).total),
     Row(training.train, _train_kwargs, "n_steps", np.int64(2), 2.0, 0),
     Row(training.train, _train_kwargs, "label_smoothing", np.float32(0.25), "0.1", -0.5),
     Row(training.train, _train_kwargs, "clip_norm", np.float32(0.5), "1", 0.0),

@@ -73,7 +73,7 @@ def test_sequence_loss_ignores_padding():
 def test_the_progress_bar_stores_as_one_short_line_where_outputs_are_stored(capsys,
                                                                             monkeypatch):
     monkeypatch.setenv("COURSE_STORED_OUTPUTS", "1")
-    bar = training._progress_bar(300)  # drawn at the start and at the end only
+    bar = training.progress_bar(300)  # drawn at the start and at the end only
     for _ in range(300):
         bar.set_postfix_str("loss 0.5000", refresh=False)
         bar.update()

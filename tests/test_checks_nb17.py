@@ -249,7 +249,7 @@ ROWS = [
     *right(nb17.check_skipped_tiles, exact=28),
     *wrong(
         nb17.check_skipped_tiles,
-        half=(128, "128 is too high: for each of the 8 query blocks, find the last key block"),
+        half=(128, "128 is too high: that is half the tiles"),
         square_triangle=(496, "496 is too high"),
         top_left=(220, "220 is too high: that aligns the mask top-left"),
         visited=(228, "228 is too high: that counts visited tiles, not skipped ones"),

@@ -471,16 +471,22 @@ def generate(
 @dataclass(frozen=True)
 class SpeculativeStats:
     """What one :func:`speculative_generate` call did: ``target_passes`` forwards of the target,
-    ``draft_tokens`` tokens the draft proposed, ``accepted`` of them kept."""
+    ``draft_tokens`` tokens the draft proposed, ``accepted`` of them kept, and ``rejections``:
+    the rounds that ended at a rejected proposal (the proposals after it go untested)."""
 
     target_passes: int
     draft_tokens: int
     accepted: int
+    rejections: int
 
     @property
     def acceptance_rate(self) -> float:
-        """``accepted / draft_tokens``, the measured α (0 when nothing was proposed)."""
-        return self.accepted / self.draft_tokens if self.draft_tokens else 0.0
+        """The estimated acceptance rate α: ``accepted / (accepted + rejections)``, the share of
+        the proposals the target tested that it kept (0 when none was tested). ``accepted /
+        draft_tokens`` would be biased low: after a rejection the rest of the round is thrown
+        away untested."""
+        tested = self.accepted + self.rejections
+        return self.accepted / tested if tested else 0.0
 
     @property
     def tokens_per_pass(self) -> float:
@@ -554,7 +560,7 @@ def speculative_generate(
     modes = target.training, draft.training
     target.eval()
     draft.eval()
-    passes = proposed = accepted = 0
+    passes = proposed = accepted = rejections = 0
     while ids.shape[1] < total:
         k, start = min(gamma, total - ids.shape[1] - 1), ids.shape[1]
         extended, q = ids, []
@@ -572,6 +578,7 @@ def speculative_generate(
             y = (int(logits[j].argmax()) if temperature == 0 else
                  speculative_accept(filter_probs(logits[j], temperature), q[j], x, generator))
             if y != x:  # rejected: y, the target's token, ends the round
+                rejections += 1
                 break
             n_ok += 1
         else:  # all k accepted: the bonus token from the target after the last one
@@ -580,4 +587,4 @@ def speculative_generate(
         ids = torch.cat([extended[:, : start + n_ok], ids.new_tensor([[y]])], dim=1)
     target.train(modes[0])
     draft.train(modes[1])
-    return ids, SpeculativeStats(passes, proposed, accepted)
+    return ids, SpeculativeStats(passes, proposed, accepted, rejections)

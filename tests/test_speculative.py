@@ -58,7 +58,8 @@ def test_draft_equal_to_the_target_has_every_proposal_accepted() -> None:
     out, counts = lm.speculative_generate(TARGET, TARGET, PROMPT, 10, gamma=3, temperature=0)
     assert torch.equal(out, lm.generate(TARGET, PROMPT, 10))
     # rounds of 4, 4 and 2 tokens (the last proposes one: the budget has 2 left)
-    assert counts == lm.SpeculativeStats(target_passes=3, draft_tokens=7, accepted=7)
+    assert counts == lm.SpeculativeStats(target_passes=3, draft_tokens=7, accepted=7,
+                                         rejections=0)
     assert counts.acceptance_rate == 1.0 and counts.tokens_per_pass == pytest.approx(10 / 3)
 
 
@@ -104,7 +105,7 @@ def test_reproducible_with_a_generator_and_restores_training_mode() -> None:
     assert torch.equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
     assert model.training and not TARGET.training
     out, counts = lm.speculative_generate(TARGET, DRAFT, PROMPT, 0)
-    assert torch.equal(out, PROMPT) and counts == lm.SpeculativeStats(0, 0, 0)
+    assert torch.equal(out, PROMPT) and counts == lm.SpeculativeStats(0, 0, 0, 0)
     assert counts.tokens_per_pass == 0.0 and counts.acceptance_rate == 0.0
 
 
@@ -150,3 +151,20 @@ def test_expected_tokens_per_pass_limits() -> None:
         sampling.expected_tokens_per_pass(1.5, 4)
     with pytest.raises(ValueError, match="gamma"):
         sampling.expected_tokens_per_pass(0.5, 0)
+
+
+def test_the_acceptance_rate_counts_only_the_proposals_the_target_tested():
+    """With every proposal accepted with probability a independently, accepted ÷ (accepted +
+    rejections) estimates a; accepted ÷ proposed is biased low (the rest of a round after a
+    rejection is never tested)."""
+    import numpy as np
+
+    rng, k, a = np.random.default_rng(0), 4, 0.8
+    accepted = rejections = proposed = 0
+    for _ in range(20_000):
+        proposed += k
+        n_ok = next((j for j in range(k) if rng.random() >= a), k)
+        accepted, rejections = accepted + n_ok, rejections + (n_ok < k)
+    stats = lm.SpeculativeStats(20_000, proposed, accepted, rejections)
+    assert abs(stats.acceptance_rate - a) < 0.01
+    assert accepted / proposed < a - 0.15  # the biased estimate: about 0.59

@@ -211,8 +211,7 @@ ROWS = [
            own_layer_norm=pre_ln_block_by_own_layer_norm),
     *wrong(
         nb12.check_pre_ln_block,
-        the_given_code=(the_given_block, "still the bug: two mistakes, LayerNorm runs over the "
-                        "tokens"),
+        the_given_code=(the_given_block, "still the bug: these are the given block's numbers"),
         over_tokens=(lambda *args: pre_ln_block(*args, dim=-2),
                      "LayerNorm runs over the tokens (dim=-2)"),
         adds_normalized=(lambda *args: pre_ln_block(*args, add_normalized=True),

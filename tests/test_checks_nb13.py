@@ -163,8 +163,7 @@ ROWS = [
            given_fixed=lambda t, s: given_decoder_masks(t, s, diagonal=0, padding_axis="keys")),
     *wrong(
         nb13.check_decoder_masks,
-        as_given=(given_decoder_masks, "still the bug: self_mask lets each query read the next "
-                  "target token"),
+        as_given=(given_decoder_masks, "still the bug: these are the given function's masks"),
         diagonal_fixed_only=(lambda t, s: given_decoder_masks(t, s, diagonal=0),
                              "self_mask blanks the whole row of a padded query: only keys are "
                              "masked"),

@@ -83,8 +83,8 @@ def _block(x, gamma, beta, w1, b1, w2, b2, *, dim=-1, add="x", post=False, norm=
 
 _EPS = "the exercise's LayerNorm divides by √(σ² + ε) with ε = 1e-5"
 _BLOCK_MISTAKES: dict[str, Callable] = {
-    "still the bug: two mistakes, LayerNorm runs over the tokens (dim=-2), and the residual adds "
-    "the normalized x instead of x": partial(_block, dim=-2, add="normalized"),
+    "still the bug: these are the given block's numbers, with both symptoms (zero weights do not "
+    "give x back, and one token moves the others)": partial(_block, dim=-2, add="normalized"),
     "the output is LN(x), which both post-LN, LN(x + FFN(x)), and a residual that adds the "
     "normalized x give when the weights are zero; pre-LN is x + FFN(LN(x)), which gives x back":
         lambda x, gamma, beta, *weights: _norm(x, gamma, beta),

@@ -32,8 +32,8 @@ _MASK_MISTAKES: dict[str, Callable] = {
     "cross_mask lets target positions read padded source keys": partial(_masks, src_keys=False),
     "cross_mask is causal: every real source token may be read": partial(_masks, causal_cross=True),
     "both masks are inverted: here True = may attend": partial(_masks, invert=True),
-    "still the bug: self_mask lets each query read the next target token, and it masks padded "
-    "queries (rows) instead of padded keys": partial(_masks, diagonal=1, keys=False, rows=True)}
+    "still the bug: these are the given function's masks, which let a query read the token it "
+    "must predict": partial(_masks, diagonal=1, keys=False, rows=True)}
 
 
 @exercise("debug")

@@ -319,3 +319,20 @@ def test_a_predict_answer_may_be_any_real_number(capsys):
 
     assert check_number(Fraction(10100, 2), 5050, **SUM).passed
     assert check_number(np.float32(5050), 5050, **SUM).passed
+
+
+def test_the_rule_and_the_note_read_the_learner_s_code_through_a_driver(capsys):
+    from functools import partial
+
+    def by_library(x):
+        return np.square(np.asarray(x, dtype=np.float64))
+
+    def drive(answer, x):  # a checker's driver: builds the input, calls the answer
+        return answer(x)
+
+    noted = check_function(partial(drive, by_library), cases=CASES, reference=square,
+                           shortcuts=("square",), code=by_library)
+    assert noted.passed and noted.note.startswith("passes; it calls square")
+    refused = check_function(partial(drive, by_library), cases=CASES, reference=square,
+                             rule=Rule("no np.square", names={"square"}), code=by_library)
+    assert refused.cases[0].message.startswith("it calls square")

@@ -103,6 +103,7 @@ def check_function(
     mistakes: Mapping[str, Callable[..., Any]] | None = None,
     rule: Rule | None = None,
     shortcuts: Sequence[str] = (),
+    code: Callable[..., Any] | None = None,
     verbose: bool = True,
 ) -> CheckResult:
     """Run ``func`` on every case, print a verdict per case, and return a :class:`CheckResult`.
@@ -113,6 +114,7 @@ def check_function(
     ``mistakes`` (message -> a function making that mistake) also returns is told the message.
     ``rule`` (constrain exercises only) is checked on the code first and is a failed line of its
     own; ``shortcuts`` (library functions that do the exercise's work) add a note to a pass.
+    Both read ``code``, the learner's function, when ``func`` is a driver that calls it.
     ``NotImplementedError`` from the stub means "not attempted yet".
     """
     if not callable(func):
@@ -168,10 +170,10 @@ def check_function(
             problem = f"right value, but it warned: {caught[0].message} (it must not warn)"
         results.append(CaseResult(label, not problem, problem or "ok"))
     if rule is not None:
-        verdict = broken(func, rule)
+        verdict = broken(code or func, rule)
         results.insert(0, CaseResult("the rule", verdict is None, verdict or "kept"))
     status = Status.PASSED if all(r.passed for r in results) else Status.FAILED
-    note = shortcut(func, shortcuts) if shortcuts and status is Status.PASSED else None
+    note = shortcut(code or func, shortcuts) if shortcuts and status is Status.PASSED else None
     result = CheckResult(name, status, results, note=note)
     if verbose:
         for r in results:

@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial, reduce
 
 import numpy as np
 
 from course_utils.autograd import Value, topological_order
 from course_utils.checks import Case, CheckResult, check_function, check_number, exercise
-from course_utils.checks.rules import shortcut
-
-
-def _noted(result: CheckResult, func: Callable, names: Sequence[str]) -> CheckResult:
-    """A pass's note when ``func`` (run here through a driver) calls one of ``names``."""
-    if result.passed and (note := shortcut(func, names)):
-        result.note = note
-        print(f"  note: {note}")
-    return result
 
 
 def _node(sigmoid: Callable[[Value], Value], x: float) -> tuple[float, str, float]:
@@ -52,10 +43,10 @@ def check_sigmoid(func: Callable[[Value], Value]) -> CheckResult:
             1 / (1 + (-v).exp()) if v.data >= 0 else v.exp() / (1 + v.exp())),
         "its local derivative is o itself: differentiate (1 + e^-v)^-1 with the chain rule":
             partial(_node, partial(_sigmoid, slope=lambda o: o))}
-    result = check_function(partial(_node, func), cases=cases, reference=partial(_node, _sigmoid),
-                            names=("sigmoid(v)", "its parents", "d sigmoid / dv"), name="sigmoid",
-                            rtol=1e-12, atol=1e-15, no_warnings=True, mistakes=mistakes)
-    return _noted(result, func, ("backward", "grad", "grad_fn", "diff", "sigmoid", "expit"))
+    return check_function(partial(_node, func), cases=cases, reference=partial(_node, _sigmoid),
+                          names=("sigmoid(v)", "its parents", "d sigmoid / dv"), name="sigmoid",
+                          rtol=1e-12, atol=1e-15, no_warnings=True, mistakes=mistakes, code=func,
+                          shortcuts=("backward", "grad", "grad_fn", "diff", "sigmoid", "expit"))
 
 
 _GRAPHS: dict[str, tuple[tuple[float, ...], Callable[..., Value]]] = {  # leaves, root(*leaves)
@@ -105,9 +96,9 @@ def check_backward(func: Callable[[Value], None]) -> CheckResult:
         "have added theirs; walk from the end": partial(_grads, partial(_backward, forwards=True)),
         "it adds to the grads an earlier pass left (as root.backward() does): set them to 0 first":
             partial(_grads, Value.backward)}
-    result = check_function(partial(_grads, func), cases=cases, mistakes=mistakes, rtol=1e-9,
-                            reference=partial(_grads, _backward), name="backward", atol=1e-12)
-    return _noted(result, func, ("backward",))
+    return check_function(partial(_grads, func), cases=cases, mistakes=mistakes, rtol=1e-9,
+                          reference=partial(_grads, _backward), name="backward", atol=1e-12,
+                          code=func, shortcuts=("backward",))
 
 
 def _formula(t: np.ndarray, lr: float, beta1: float, beta2: float) -> np.ndarray:

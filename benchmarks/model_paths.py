@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +28,7 @@ def measure(repeats: int) -> dict[str, float]:
     import torch
 
     from course_utils import language_model as lm
-    from course_utils import layers
+    from course_utils import layers, measure
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -57,16 +56,8 @@ def measure(repeats: int) -> dict[str, float]:
         loss.backward()
         optimizer.step()
 
-    best = {}
-    for name, call, per in (("generate", generate, n_new), ("train_step", train_step, 1)):
-        call()  # warm-up
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - start)
-        best[name] = min(times) / per
-    return best
+    best = measure.best_times({"generate": generate, "train_step": train_step}, repeats)
+    return {"generate": best["generate"] / n_new, "train_step": best["train_step"]}
 
 
 def _run(tree: Path, repeats: int) -> dict[str, float]:

@@ -35,7 +35,7 @@ __all__ = [
     "MultiHeadAttention",
     "causal_mask",
     "merge_heads",
-    "padding_mask",
+    "token_mask",
     "softmax_attention",
     "split_heads",
 ]
@@ -54,7 +54,7 @@ def _causal_mask(lq: int, lk: int, device: torch.device | str | None) -> Tensor:
     return torch.ones(lq, lk, dtype=torch.bool, device=device).tril(diagonal=lk - lq)
 
 
-def padding_mask(lengths: Tensor | list[int], max_len: int | None = None) -> Tensor:
+def token_mask(lengths: Tensor | list[int], max_len: int | None = None) -> Tensor:
     """Boolean ``(B, max_len)`` mask, True = real token: ``mask[b, j] = j < lengths[b]``.
 
     ``max_len`` defaults to the longest length. Use it as ``key_mask`` of
@@ -238,7 +238,7 @@ class MultiHeadAttention(nn.Module):
         """Attend from ``query`` ``(B, Lq, d_model)`` to ``key``/``value`` ``(B, Lk, d_model)``.
 
         Both masks are boolean with **True = attend**. ``key_mask``: ``(B, Lk)``, True = a real
-        key (:func:`padding_mask`); PyTorch's ``key_padding_mask`` is the opposite (True =
+        key (:func:`token_mask`); PyTorch's ``key_padding_mask`` is the opposite (True =
         padding), hence the different name. ``mask``: ``(Lq, Lk)``, ``(B, Lq, Lk)`` or
         ``(B, h, Lq, Lk)``, True = query i may attend to key j; ``nn.MultiheadAttention``'s
         boolean ``attn_mask`` is the opposite. ``causal`` adds the bottom-right causal mask.

@@ -223,12 +223,12 @@ class Batch:
     pad_id: int
 
     @property
-    def src_padding_mask(self) -> torch.Tensor:
+    def src_token_mask(self) -> torch.Tensor:
         """(B, S) bool, True = real token."""
         return self.src != self.pad_id
 
     @property
-    def tgt_padding_mask(self) -> torch.Tensor:
+    def tgt_token_mask(self) -> torch.Tensor:
         """(B, T) bool, True = real token."""
         return self.tgt_in != self.pad_id
 

@@ -5,7 +5,7 @@ and decoder layers, their stacks and the encoder–decoder model (the LayerNorm 
 Every class is an ``nn.Module`` whose ``from_torch`` (where there is a PyTorch counterpart)
 copies PyTorch's weights, so the notebooks can check equal outputs. Padding masks are boolean
 with True = real token, i.e. True = attend (PyTorch's ``src_key_padding_mask`` uses True =
-padding); their names (``padding_mask``, ``src_padding_mask``, ...) are none of PyTorch's.
+padding); their names (``token_mask``, ``src_token_mask``, ...) are none of PyTorch's.
 
 The hyper-parameters of the encoder and decoder blocks and of the whole model live in one
 :class:`TransformerConfig` (as nanoGPT's ``GPTConfig``): ``EncoderLayer(config)``,
@@ -163,7 +163,7 @@ class FeedForward(nn.Module):
         return self.linear2(self.dropout(hidden))
 
 
-def _check_padding_mask(value: object, shape: tuple[int, ...], name: str) -> Tensor | None:
+def _check_token_mask(value: object, shape: tuple[int, ...], name: str) -> Tensor | None:
     if value is None:
         return None
     mask = check_tensor(value, name, dtype=torch.bool, what="tensor (True = real token)")
@@ -172,9 +172,9 @@ def _check_padding_mask(value: object, shape: tuple[int, ...], name: str) -> Ten
     return mask
 
 
-def _keys(padding_mask: Tensor | None) -> Tensor | None:
+def _keys(token_mask: Tensor | None) -> Tensor | None:
     """A checked ``(B, L_k)`` padding mask as the attention core's mask ``(B, 1, 1, L_k)``."""
-    return None if padding_mask is None else padding_mask[:, None, None, :]
+    return None if token_mask is None else token_mask[:, None, None, :]
 
 
 def _check_sequence(value: object, d_model: int, name: str) -> Tensor:
@@ -185,25 +185,25 @@ def _check_sequence(value: object, d_model: int, name: str) -> Tensor:
     return x
 
 
-def _check_encoder_inputs(x: object, padding_mask: object, d_model: int,
-                          names: tuple[str, str] = ("x", "padding_mask")
+def _check_encoder_inputs(x: object, token_mask: object, d_model: int,
+                          names: tuple[str, str] = ("x", "token_mask")
                           ) -> tuple[Tensor, Tensor | None]:
     x = _check_sequence(x, d_model, names[0])
-    return x, _check_padding_mask(padding_mask, x.shape[:2], names[1])
+    return x, _check_token_mask(token_mask, x.shape[:2], names[1])
 
 
-def _check_decoder_inputs(x: object, memory: object, tgt_padding_mask: object,
-                          memory_padding_mask: object, d_model: int, x_name: str = "x"
+def _check_decoder_inputs(x: object, memory: object, tgt_token_mask: object,
+                          memory_token_mask: object, d_model: int, x_name: str = "x"
                           ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
     x = _check_sequence(x, d_model, x_name)
     memory = _check_sequence(memory, d_model, "memory")
     if memory.shape[0] != x.shape[0]:
         raise ValueError(f"{x_name} and memory must have the same batch size, got {x.shape[0]} "
                          f"and {memory.shape[0]}")
-    tgt_padding_mask = _check_padding_mask(tgt_padding_mask, x.shape[:2], "tgt_padding_mask")
-    names = "memory_padding_mask" if x_name == "x" else "src_padding_mask"
-    memory_padding_mask = _check_padding_mask(memory_padding_mask, memory.shape[:2], names)
-    return x, memory, tgt_padding_mask, memory_padding_mask
+    tgt_token_mask = _check_token_mask(tgt_token_mask, x.shape[:2], "tgt_token_mask")
+    names = "memory_token_mask" if x_name == "x" else "src_token_mask"
+    memory_token_mask = _check_token_mask(memory_token_mask, memory.shape[:2], names)
+    return x, memory, tgt_token_mask, memory_token_mask
 
 
 def _copy_feed_forward(feed_forward: FeedForward, module: Any) -> None:
@@ -244,7 +244,7 @@ class EncoderLayer(nn.Module):
 
         x = x + Dropout(MHA(LN₁(x)));        x = x + Dropout(FFN(LN₂(x)))
 
-    ``forward(x, padding_mask)``: ``x`` ``(B, N, d_model)``; ``padding_mask`` boolean ``(B, N)``,
+    ``forward(x, token_mask)``: ``x`` ``(B, N, d_model)``; ``token_mask`` boolean ``(B, N)``,
     True = real token (padding keys get no attention; padded positions still get an output,
     which later layers ignore). Dropout (attention weights, FFN hidden, both residual branches)
     is active only in training mode. ``config``: a :class:`TransformerConfig` (its layer fields
@@ -262,19 +262,19 @@ class EncoderLayer(nn.Module):
         self.dropout1 = nn.Dropout(c.dropout)
         self.dropout2 = nn.Dropout(c.dropout)
 
-    def _self_block(self, x: Tensor, padding_mask: Tensor | None) -> Tensor:
-        return self.dropout1(self.self_attn._forward(x, x, x, _keys(padding_mask), False)[0])
+    def _self_block(self, x: Tensor, token_mask: Tensor | None) -> Tensor:
+        return self.dropout1(self.self_attn._forward(x, x, x, _keys(token_mask), False)[0])
 
-    def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
-        return self._forward(*_check_encoder_inputs(x, padding_mask, self.norm1.d_model))
+    def forward(self, x: Tensor, token_mask: Tensor | None = None) -> Tensor:
+        return self._forward(*_check_encoder_inputs(x, token_mask, self.norm1.d_model))
 
-    def _forward(self, x: Tensor, padding_mask: Tensor | None) -> Tensor:
+    def _forward(self, x: Tensor, token_mask: Tensor | None) -> Tensor:
         norm1, norm2 = self.norm1._forward, self.norm2._forward
         feed_forward = self.feed_forward._forward
         if self.norm_first:
-            x = x + self._self_block(norm1(x), padding_mask)
+            x = x + self._self_block(norm1(x), token_mask)
             return x + self.dropout2(feed_forward(norm2(x)))
-        x = norm1(x + self._self_block(x, padding_mask))
+        x = norm1(x + self._self_block(x, token_mask))
         return norm2(x + self.dropout2(feed_forward(x)))
 
     @classmethod
@@ -308,7 +308,7 @@ class DecoderLayer(nn.Module):
     Pre-LN (``norm_first=True``) normalizes the input of each sublayer instead:
     ``x = x + Dropout(sublayer(LN(x)))``.
 
-    ``forward(x, memory, tgt_padding_mask, memory_padding_mask, causal=True)``: ``x``
+    ``forward(x, memory, tgt_token_mask, memory_token_mask, causal=True)``: ``x``
     ``(B, T, d_model)``, ``memory`` ``(B, S, d_model)`` (S may differ from T), padding masks
     ``(B, T)`` and ``(B, S)`` boolean with True = real token. ``causal`` (default on) lets
     position t see target positions ≤ t only. After each call the per-head attention weights
@@ -333,14 +333,14 @@ class DecoderLayer(nn.Module):
         self.self_attention_weights: Tensor | None = None
         self.cross_attention_weights: Tensor | None = None
 
-    def _self_block(self, x: Tensor, padding_mask: Tensor | None, causal: bool) -> Tensor:
-        out, weights = self.self_attn._forward(x, x, x, _keys(padding_mask), causal)
+    def _self_block(self, x: Tensor, token_mask: Tensor | None, causal: bool) -> Tensor:
+        out, weights = self.self_attn._forward(x, x, x, _keys(token_mask), causal)
         self.self_attention_weights = weights.detach()
         return self.dropout1(out)
 
     def _cross_block(self, x: Tensor, memory: Tensor,
-                     memory_padding_mask: Tensor | None) -> Tensor:
-        out, weights = self.cross_attn._forward(x, memory, memory, _keys(memory_padding_mask),
+                     memory_token_mask: Tensor | None) -> Tensor:
+        out, weights = self.cross_attn._forward(x, memory, memory, _keys(memory_token_mask),
                                                 False)
         self.cross_attention_weights = weights.detach()
         return self.dropout2(out)
@@ -349,24 +349,24 @@ class DecoderLayer(nn.Module):
         self,
         x: Tensor,
         memory: Tensor,
-        tgt_padding_mask: Tensor | None = None,
-        memory_padding_mask: Tensor | None = None,
+        tgt_token_mask: Tensor | None = None,
+        memory_token_mask: Tensor | None = None,
         causal: bool = True,
     ) -> Tensor:
-        checked = _check_decoder_inputs(x, memory, tgt_padding_mask, memory_padding_mask,
+        checked = _check_decoder_inputs(x, memory, tgt_token_mask, memory_token_mask,
                                         self.norm1.d_model)
         return self._forward(*checked, check_bool(causal, "causal"))
 
-    def _forward(self, x: Tensor, memory: Tensor, tgt_padding_mask: Tensor | None,
-                 memory_padding_mask: Tensor | None, causal: bool) -> Tensor:
+    def _forward(self, x: Tensor, memory: Tensor, tgt_token_mask: Tensor | None,
+                 memory_token_mask: Tensor | None, causal: bool) -> Tensor:
         norm1, norm2, norm3 = self.norm1._forward, self.norm2._forward, self.norm3._forward
         feed_forward = self.feed_forward._forward
         if self.norm_first:
-            x = x + self._self_block(norm1(x), tgt_padding_mask, causal)
-            x = x + self._cross_block(norm2(x), memory, memory_padding_mask)
+            x = x + self._self_block(norm1(x), tgt_token_mask, causal)
+            x = x + self._cross_block(norm2(x), memory, memory_token_mask)
             return x + self.dropout3(feed_forward(norm3(x)))
-        x = norm1(x + self._self_block(x, tgt_padding_mask, causal))
-        x = norm2(x + self._cross_block(x, memory, memory_padding_mask))
+        x = norm1(x + self._self_block(x, tgt_token_mask, causal))
+        x = norm2(x + self._cross_block(x, memory, memory_token_mask))
         return norm3(x + self.dropout3(feed_forward(x)))
 
     @classmethod
@@ -424,40 +424,40 @@ class _LayerStack(nn.Module):
 class Encoder(_LayerStack):
     """A stack of ``config.n_encoder_layers`` :class:`EncoderLayer` s (see :class:`_LayerStack`);
     ``from_torch`` copies an ``nn.TransformerEncoder``.
-    ``forward(x, padding_mask)``: ``(B, S, d_model) -> (B, S, d_model)``."""
+    ``forward(x, token_mask)``: ``(B, S, d_model) -> (B, S, d_model)``."""
 
     layer_type = EncoderLayer
     torch_type = nn.TransformerEncoder
     n_layers_field = "n_encoder_layers"
 
-    def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
-        return self._forward(*_check_encoder_inputs(x, padding_mask, self.config.d_model))
+    def forward(self, x: Tensor, token_mask: Tensor | None = None) -> Tensor:
+        return self._forward(*_check_encoder_inputs(x, token_mask, self.config.d_model))
 
-    def _forward(self, x: Tensor, padding_mask: Tensor | None) -> Tensor:
+    def _forward(self, x: Tensor, token_mask: Tensor | None) -> Tensor:
         for layer in cast(list[EncoderLayer], self.layers):
-            x = layer._forward(x, padding_mask)
+            x = layer._forward(x, token_mask)
         return x if self.norm is None else self.norm._forward(x)
 
 
 class Decoder(_LayerStack):
     """A stack of ``config.n_decoder_layers`` causal :class:`DecoderLayer` s (see
     :class:`_LayerStack`); ``from_torch`` copies an ``nn.TransformerDecoder``.
-    ``forward(x, memory, tgt_padding_mask, memory_padding_mask)``: ``(B, T, d_model)`` and
+    ``forward(x, memory, tgt_token_mask, memory_token_mask)``: ``(B, T, d_model)`` and
     ``(B, S, d_model) -> (B, T, d_model)``."""
 
     layer_type = DecoderLayer
     torch_type = nn.TransformerDecoder
     n_layers_field = "n_decoder_layers"
 
-    def forward(self, x: Tensor, memory: Tensor, tgt_padding_mask: Tensor | None = None,
-                memory_padding_mask: Tensor | None = None) -> Tensor:
-        return self._forward(*_check_decoder_inputs(x, memory, tgt_padding_mask,
-                                                    memory_padding_mask, self.config.d_model))
+    def forward(self, x: Tensor, memory: Tensor, tgt_token_mask: Tensor | None = None,
+                memory_token_mask: Tensor | None = None) -> Tensor:
+        return self._forward(*_check_decoder_inputs(x, memory, tgt_token_mask,
+                                                    memory_token_mask, self.config.d_model))
 
-    def _forward(self, x: Tensor, memory: Tensor, tgt_padding_mask: Tensor | None,
-                 memory_padding_mask: Tensor | None) -> Tensor:
+    def _forward(self, x: Tensor, memory: Tensor, tgt_token_mask: Tensor | None,
+                 memory_token_mask: Tensor | None) -> Tensor:
         for layer in cast(list[DecoderLayer], self.layers):
-            x = layer._forward(x, memory, tgt_padding_mask, memory_padding_mask, True)
+            x = layer._forward(x, memory, tgt_token_mask, memory_token_mask, True)
         return x if self.norm is None else self.norm._forward(x)
 
 
@@ -512,26 +512,26 @@ class Transformer(nn.Module):
         x = table(ids) * self.d_model**0.5 + self.positional_encoding[: ids.shape[1]]
         return self.dropout(x)
 
-    def encode(self, src: Tensor, src_padding_mask: Tensor | None = None) -> Tensor:
+    def encode(self, src: Tensor, src_token_mask: Tensor | None = None) -> Tensor:
         """Source ids (B, S) → memory (B, S, d_model)."""
         x = self._embed(src, self.src_embed, "src")
-        mask = _check_padding_mask(src_padding_mask, x.shape[:2], "src_padding_mask")
+        mask = _check_token_mask(src_token_mask, x.shape[:2], "src_token_mask")
         return self.encoder._forward(x, mask)
 
-    def decode(self, tgt: Tensor, memory: Tensor, src_padding_mask: Tensor | None = None,
-               tgt_padding_mask: Tensor | None = None) -> Tensor:
+    def decode(self, tgt: Tensor, memory: Tensor, src_token_mask: Tensor | None = None,
+               tgt_token_mask: Tensor | None = None) -> Tensor:
         """Target ids (B, T) read so far, and the memory → logits (B, T, V_tgt) for the next
         token at every position (causal: position t sees target tokens ≤ t)."""
         checked = _check_decoder_inputs(self._embed(tgt, self.tgt_embed, "tgt"), memory,
-                                        tgt_padding_mask, src_padding_mask, self.d_model, "tgt")
+                                        tgt_token_mask, src_token_mask, self.d_model, "tgt")
         return self.output(self.decoder._forward(*checked))
 
-    def forward(self, src: Tensor, tgt: Tensor, src_padding_mask: Tensor | None = None,
-                tgt_padding_mask: Tensor | None = None) -> Tensor:
+    def forward(self, src: Tensor, tgt: Tensor, src_token_mask: Tensor | None = None,
+                tgt_token_mask: Tensor | None = None) -> Tensor:
         """Teacher forcing: logits (B, T, V_tgt) for every target position in one pass."""
         x, y = self._embed(src, self.src_embed, "src"), self._embed(tgt, self.tgt_embed, "tgt")
-        src_mask = _check_padding_mask(src_padding_mask, x.shape[:2], "src_padding_mask")
-        tgt_mask = _check_padding_mask(tgt_padding_mask, y.shape[:2], "tgt_padding_mask")
+        src_mask = _check_token_mask(src_token_mask, x.shape[:2], "src_token_mask")
+        tgt_mask = _check_token_mask(tgt_token_mask, y.shape[:2], "tgt_token_mask")
         memory = self.encoder._forward(x, src_mask)
         return self.output(self.decoder._forward(y, memory, tgt_mask, src_mask))
 

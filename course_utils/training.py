@@ -2,11 +2,11 @@
 
 The model is anything with the interface of :class:`course_utils.layers.Transformer`::
 
-    memory = model.encode(src, src_padding_mask)                               # (B, S, d)
-    logits = model.decode(tgt_in, memory, src_padding_mask, tgt_padding_mask)  # (B, T, V)
-    logits = model(src, tgt_in, src_padding_mask, tgt_padding_mask)            # both at once
+    memory = model.encode(src, src_token_mask)                             # (B, S, d)
+    logits = model.decode(tgt_in, memory, src_token_mask, tgt_token_mask)  # (B, T, V)
+    logits = model(src, tgt_in, src_token_mask, tgt_token_mask)            # both at once
 
-with padding masks (B, L) that are True on real tokens. Batches are
+with token masks (B, L) that are True on real tokens. Batches are
 :class:`course_utils.data.Batch` objects.
 """
 
@@ -155,8 +155,8 @@ def train(
         for batch in batches:
             empty = False
             _check_type(batch, "batches", Batch, "an iterable of Batch")
-            logits = model(batch.src, batch.tgt_in, batch.src_padding_mask,
-                           batch.tgt_padding_mask)
+            logits = model(batch.src, batch.tgt_in, batch.src_token_mask,
+                           batch.tgt_token_mask)
             loss = sequence_loss(logits, batch.tgt_out, batch.pad_id, label_smoothing)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -185,7 +185,7 @@ def train(
 def greedy_decode(
     model: Transformer,
     src: torch.Tensor,
-    src_padding_mask: torch.Tensor,
+    src_token_mask: torch.Tensor,
     bos_id: int,
     eos_id: int,
     max_len: int,
@@ -199,27 +199,27 @@ def greedy_decode(
     """
     _check_model(model)
     check_tensor(src, "src", dtype=torch.long, what="tensor of token ids")
-    check_tensor(src_padding_mask, "src_padding_mask", dtype=torch.bool,
+    check_tensor(src_token_mask, "src_token_mask", dtype=torch.bool,
                  what="tensor (True = real token)")
     bos_id, eos_id = check_int(bos_id, "bos_id", minimum=0), check_int(eos_id, "eos_id", minimum=0)
     max_len = check_int(max_len, "max_len")
-    if src.ndim != 2 or src_padding_mask.shape != src.shape:
+    if src.ndim != 2 or src_token_mask.shape != src.shape:
         raise ValueError(
-            f"expected src (B, S) and src_padding_mask (B, S), got {tuple(src.shape)} and "
-            f"{tuple(src_padding_mask.shape)}"
+            f"expected src (B, S) and src_token_mask (B, S), got {tuple(src.shape)} and "
+            f"{tuple(src_token_mask.shape)}"
         )
-    return _greedy_decode(model, src, src_padding_mask, bos_id, eos_id, max_len)
+    return _greedy_decode(model, src, src_token_mask, bos_id, eos_id, max_len)
 
 
-def _greedy_decode(model: Transformer, src: torch.Tensor, src_padding_mask: torch.Tensor,
+def _greedy_decode(model: Transformer, src: torch.Tensor, src_token_mask: torch.Tensor,
                    bos_id: int, eos_id: int, max_len: int) -> torch.Tensor:
     was_training = model.training
     model.eval()
-    memory = model.encode(src, src_padding_mask)
+    memory = model.encode(src, src_token_mask)
     out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
     finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     for _ in range(max_len):
-        logits = model.decode(out, memory, src_padding_mask, torch.ones_like(out, dtype=torch.bool))
+        logits = model.decode(out, memory, src_token_mask, torch.ones_like(out, dtype=torch.bool))
         next_id = logits[:, -1].argmax(dim=-1)
         next_id = torch.where(finished, torch.full_like(next_id, eos_id), next_id)
         out = torch.cat([out, next_id[:, None]], dim=1)

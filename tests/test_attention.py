@@ -65,18 +65,18 @@ def test_mask_helper_errors() -> None:
     with pytest.raises(TypeError, match="lk must be an int"):
         attention.causal_mask(2, 3.0)
     with pytest.raises(ValueError, match="lengths must be >= 0"):
-        attention.padding_mask([2, -1])
+        attention.token_mask([2, -1])
     with pytest.raises(TypeError, match="sequence of ints"):
-        attention.padding_mask([2.0, 1.0])
+        attention.token_mask([2.0, 1.0])
     with pytest.raises(ValueError, match="shorter than the longest"):
-        attention.padding_mask([2, 5], max_len=4)
+        attention.token_mask([2, 5], max_len=4)
 
 
-def test_padding_mask() -> None:
-    mask = attention.padding_mask([3, 1, 0], max_len=4)
+def test_token_mask() -> None:
+    mask = attention.token_mask([3, 1, 0], max_len=4)
     expected = torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0]], dtype=torch.bool)
     torch.testing.assert_close(mask, expected)
-    assert attention.padding_mask(torch.tensor([2, 5])).shape == (2, 5)
+    assert attention.token_mask(torch.tensor([2, 5])).shape == (2, 5)
 
 
 # ------------------------------------------------------------- scaled dot-product attention
@@ -294,7 +294,7 @@ def test_mha_equals_pytorch(dtype, d_model, n_heads, bias) -> None:
 
     compare(x, x, {}, {})  # self-attention
     compare(x, mem, {}, {})  # cross-attention, Lq != Lk
-    keep = attention.padding_mask([6, 4, 1], max_len=lk)
+    keep = attention.token_mask([6, 4, 1], max_len=lk)
     compare(x, mem, {"key_mask": keep}, {"key_padding_mask": ~keep})
     allowed = torch.rand(lq, lk) < 0.7
     allowed[:, 0] = True

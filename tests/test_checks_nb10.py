@@ -68,7 +68,7 @@ def padded_causal(q, k, v, lengths, keys=True, causal=True, padding=True, fill=-
 
 
 def padded_causal_by_course(q, k, v, lengths):
-    keep = attention.padding_mask(lengths, max_len=q.shape[-2])[:, None, :]
+    keep = attention.token_mask(lengths, max_len=q.shape[-2])[:, None, :]
     return attention.softmax_attention(q, k, v, mask=keep, causal=True)
 
 

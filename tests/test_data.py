@@ -144,8 +144,8 @@ def test_batch_shapes_shift_and_masks():
     assert torch.equal(batch.tgt_in[0, 1:], batch.tgt_out[0, :-1])
     assert batch.tgt_in[1].tolist() == [vocab.bos_id, vocab.index["fifteen"], vocab.pad_id]
     assert batch.tgt_out[1].tolist() == [vocab.index["fifteen"], vocab.eos_id, vocab.pad_id]
-    assert batch.tgt_padding_mask.tolist() == [[True, True, True], [True, True, False]]
-    assert batch.src_padding_mask.all()
+    assert batch.tgt_token_mask.tolist() == [[True, True, True], [True, True, False]]
+    assert batch.src_token_mask.all()
     assert batch.src.dtype == torch.long
 
 

@@ -69,7 +69,7 @@ def test_decoder_layer_causality_and_cross_attention_rows():
     assert torch.all(w.triu(1) == 0)
     torch.testing.assert_close(layer.cross_attention_weights.sum(-1), torch.ones(1, H, T))
     _, mem_mask = _masks()
-    layer(torch.randn(B, T, D), torch.randn(B, S, D), memory_padding_mask=mem_mask)
+    layer(torch.randn(B, T, D), torch.randn(B, S, D), memory_token_mask=mem_mask)
     assert torch.all(layer.cross_attention_weights[0, :, :, 4:] == 0)
 
 
@@ -79,9 +79,9 @@ def test_decoder_layer_bad_input():
         layer(torch.randn(B, T, D), torch.randn(B, S, D + 1))
     with pytest.raises(ValueError, match="same batch size"):
         layer(torch.randn(B, T, D), torch.randn(B + 1, S, D))
-    with pytest.raises(TypeError, match="tgt_padding_mask must be a boolean"):
+    with pytest.raises(TypeError, match="tgt_token_mask must be a boolean"):
         layer(torch.randn(B, T, D), torch.randn(B, S, D), torch.ones(B, T))
-    with pytest.raises(ValueError, match="memory_padding_mask must have shape"):
+    with pytest.raises(ValueError, match="memory_token_mask must have shape"):
         layer(torch.randn(B, T, D), torch.randn(B, S, D), None, torch.ones(B, T, dtype=bool))
     with pytest.raises(TypeError, match="nn.TransformerDecoderLayer"):
         layers.DecoderLayer.from_torch(nn.Linear(2, 2))

@@ -120,12 +120,12 @@ def test_encoder_layer_equals_pytorch(dtype, norm_first, activation) -> None:
     mine = layers.EncoderLayer.from_torch(theirs)
     assert not mine.training and mine.norm_first == norm_first
     x = torch.randn(3, 5, 16, dtype=dtype)
-    keep = attention.padding_mask([5, 3, 1])
+    keep = attention.token_mask([5, 3, 1])
     torch.testing.assert_close(mine(x), theirs(x), **TOL[dtype])
-    torch.testing.assert_close(mine(x, padding_mask=keep),
+    torch.testing.assert_close(mine(x, token_mask=keep),
                                theirs(x, src_key_padding_mask=~keep), **TOL[dtype])
     with torch.no_grad():  # PyTorch's inference fast path gives the same numbers
-        torch.testing.assert_close(mine(x, padding_mask=keep),
+        torch.testing.assert_close(mine(x, token_mask=keep),
                                    theirs(x, src_key_padding_mask=~keep), **TOL[dtype])
 
 
@@ -146,8 +146,8 @@ def test_padding_does_not_change_real_tokens() -> None:
     layer = layers.EncoderLayer(replace(SMALL, activation="swiglu", norm_first=True)).eval()
     x = torch.randn(1, 3, 8)
     padded = torch.cat([x, torch.randn(1, 2, 8)], dim=1)
-    keep = attention.padding_mask([3], max_len=5)
-    torch.testing.assert_close(layer(padded, padding_mask=keep)[:, :3], layer(x))
+    keep = attention.token_mask([3], max_len=5)
+    torch.testing.assert_close(layer(padded, token_mask=keep)[:, :3], layer(x))
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,7 @@ def test_padding_does_not_change_real_tokens() -> None:
          TypeError, "boolean"),
         (lambda: layers.EncoderLayer(SMALL)(torch.randn(2, 3, 8),
                                                torch.ones(3, 2, dtype=torch.bool)),
-         ValueError, "padding_mask must have shape"),
+         ValueError, "token_mask must have shape"),
         (lambda: layers.EncoderLayer.from_torch(nn.TransformerEncoderLayer(8, 2, 16)),
          ValueError, "batch_first"),
         (lambda: layers.EncoderLayer.from_torch(nn.TransformerEncoderLayer(

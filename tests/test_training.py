@@ -91,10 +91,10 @@ class CopyModel(nn.Module):
         self.vocab_size, self.eos_id = vocab_size, eos_id
         self.dummy = nn.Parameter(torch.zeros(1))
 
-    def encode(self, src, src_padding_mask):
+    def encode(self, src, src_token_mask):
         return F.one_hot(src, self.vocab_size).float()
 
-    def decode(self, tgt, memory, src_padding_mask, tgt_padding_mask):
+    def decode(self, tgt, memory, src_token_mask, tgt_token_mask):
         b, t = tgt.shape
         extra = F.one_hot(torch.full((b, max(0, t - memory.shape[1])), self.eos_id),
                           self.vocab_size).float()

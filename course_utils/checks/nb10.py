@@ -33,7 +33,7 @@ def check_saturated_weight(answer: object, *, show_answer: bool = False) -> Chec
                         hint=hint, mistakes=mistakes, show_answer=show_answer)
 
 
-_SHORTCUTS = ("softmax_attention", "causal_mask", "padding_mask", "scaled_dot_product_attention",
+_SHORTCUTS = ("softmax_attention", "causal_mask", "token_mask", "scaled_dot_product_attention",
               "causal_lower_right", "causal_upper_left", "generate_square_subsequent_mask")
 _BUG = "masked_fill(~future, ...) hides the past and keeps the future keys"
 

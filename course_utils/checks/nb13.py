@@ -40,7 +40,7 @@ _MASK_MISTAKES: dict[str, Callable] = {
 def check_decoder_masks(func: Callable) -> CheckResult:
     """``func(tgt_mask, src_mask)``, (B, N_tgt), (B, N_src), True = real token: self-attention's
     mask (B, N_tgt, N_tgt), causal, and cross-attention's (B, N_tgt, N_src), no padded keys."""
-    cases = [Case((attention.padding_mask(tgt, n_tgt), attention.padding_mask(src, n_src)), label)
+    cases = [Case((attention.token_mask(tgt, n_tgt), attention.token_mask(src, n_src)), label)
              for tgt, n_tgt, src, n_src, label in [
         ([3, 2], 3, [3, 5], 5, "N_tgt = 3, N_src = 5, a padded target and a padded source"),
         ([4, 4], 4, [4, 4], 4, "N_tgt = N_src = 4, no padding: cross-attention is not causal"),

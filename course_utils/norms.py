@@ -69,9 +69,9 @@ class RMSNorm(nn.Module):
     ``RMSNorm(x) = γ ⊙ x / √(mean(x²) + ε)``: LayerNorm without subtracting the mean and without
     ``β``, so it costs one reduction instead of two. ``γ`` (``weight``) starts at 1. For float16
     and bfloat16 the whole formula is computed in float32 and rounded back once (a float16 square
-    overflows above 256), as ``nn.RMSNorm`` does (PyTorch 2.11 and later, the versions this course
-    runs on; Hugging Face's Llama rounds once more, before ``γ ⊙``); equal to
-    ``nn.RMSNorm(d_model, eps=eps)`` in every dtype on those versions. Shapes:
+    overflows above 256), as ``nn.RMSNorm`` does in recent PyTorch versions, those this course
+    requires (2.11 or later) among them (Hugging Face's Llama rounds once more, before ``γ ⊙``);
+    equal to ``nn.RMSNorm(d_model, eps=eps)`` in every dtype on those versions. Shapes:
     ``(..., d_model) -> (..., d_model)``.
     """
 

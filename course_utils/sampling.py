@@ -173,8 +173,9 @@ def expected_tokens_per_pass(alpha: float, gamma: int) -> float:
     ``1 + α + α² + … + α^γ = (1 − α^{γ+1}) / (1 − α)`` (``γ + 1`` at ``α = 1``): the accepted
     prefix plus the one token the target adds after it (Leviathan et al. 2023, eq. 1).
 
-    ``alpha`` a real number in [0, 1], ``gamma`` an int >= 1. Returns a float in [1, γ + 1].
+    ``alpha`` a real number in [0, 1], ``gamma`` an int >= 0 (``γ = 0``: no proposals, the one
+    token of plain decoding). Returns a float in [1, γ + 1].
     """
     alpha = check_real(alpha, "alpha", low=0, high=1)
-    gamma = check_int(gamma, "gamma")
+    gamma = check_int(gamma, "gamma", minimum=0)
     return float(gamma + 1) if alpha == 1 else (1 - alpha ** (gamma + 1)) / (1 - alpha)

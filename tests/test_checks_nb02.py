@@ -171,6 +171,7 @@ ROWS = [
         one_head=(36.0, "the scores of one head only"),
         one_projection=(0.75, "counts one projection"),
         with_weights_times_values=(1.5, "adds the weights times V"),
+        head_width_projections=(0.25, "0.25 is too low: that projects to one head's d_k"),
         far_off=(10.0, "10 is too high: write both counts with 2 m n k"),
     ),
     *right(nb02.check_similarity_matrix, worked=similarity_matrix,

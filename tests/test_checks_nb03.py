@@ -76,6 +76,8 @@ ROWS = [
         smallest_ratio=(0.2**20, "|-8| = 8 is larger than 2"),
         smallest_ratio_not_squared=(0.2**10, "and the error shrinks by its square"),
         not_a_number=(None, "expected a number, got NoneType"),
+        # "by what factor does it shrink": the reciprocal of the number it is multiplied by
+        reciprocal=(86.7, "86.7 is too high: that is the number the error is divided by"),
     ),
     *right(nb03.check_power_iteration, worked=power_iteration,
            uniform_start=lambda a, n, rng: power_iteration(
@@ -85,17 +87,15 @@ ROWS = [
     *wrong(
         nb03.check_power_iteration,
         ones_start=(lambda a, n, rng: power_iteration(a, n, rng, start=ones_start),
-                    "you would get -1): still the bug: it starts from np.ones, section 3's "
-                    "fixed start"),
+                    "[[1, -2], [-2, 1]]: 3: still the bug: it starts from np.ones, which is an "
+                    "eigenvector of this matrix's other eigenvalue"),
         drawn_but_ones=(lambda a, n, rng: power_iteration(a, n, rng, start=drawn_but_unused),
-                        "[[1, -2], [-2, 1]]: 3 (from np.ones, an eigenvector of -1, you would "
-                        "get -1): still the bug"),
+                        "[[1, -2], [-2, 1]]: 3: still the bug"),
         first_axis=(lambda a, n, rng: power_iteration(a, n, rng, start=first_axis),
-                    "diag(1, 3): 3 (from [1, 0], an eigenvector of 1, you would get 1): values "
-                    "differ: expected 3.0, got 1.0"),
+                    "diag(1, 3): 3: it starts from the fixed [1, 0, ...], which is an "
+                    "eigenvector of this matrix's other eigenvalue"),
         drawn_then_fixed=(lambda a, n, rng: power_iteration(a, n, rng, start=drawn_then_arange),
-                          "eigenvalues 3 and 2.8: 3 (from [1, 2], an eigenvector of 2.8, you "
-                          "would get 2.8): values differ"),
+                          "eigenvalues 3 and 2.8: 3: it starts from the fixed [1, 2, ...]"),
         norm_loses_sign=(lambda a, n, rng: power_iteration(a, n, rng, rayleigh=False),
                          "diag(-4, 1, 2): -4, sign kept: it returns the length of A x, which "
                          "loses the sign"),

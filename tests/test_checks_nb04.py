@@ -22,16 +22,28 @@ def standardize_fixed(x):
     return (x - mean) / np.sqrt(var + 1e-5)
 
 
-def standardize_buggy(x):  # the notebook's function: the mean lines up with the wrong axis
-    mean = x.mean(axis=-1)
-    var = x.var(axis=-1)
-    return (x - mean) / np.sqrt(var + 1e-5)
+def standardize_given(x):  # the notebook's function: ddof=1 and the epsilon outside the root
+    centred = x - x.mean(axis=-1, keepdims=True)
+    return centred / (x.std(axis=-1, ddof=1, keepdims=True) + 1e-5)
 
 
-def standardize_2d_fix(x):  # [:, None] repairs a 2-D input only
-    mean = x.mean(axis=-1)[:, None]
-    var = x.var(axis=-1)[:, None]
-    return (x - mean) / np.sqrt(var + 1e-5)
+def standardize_ddof_fixed_only(x):  # the epsilon is still outside the root
+    centred = x - x.mean(axis=-1, keepdims=True)
+    return centred / (x.std(axis=-1, keepdims=True) + 1e-5)
+
+
+def standardize_eps_fixed_only(x):  # the sample variance is still used
+    centred = x - x.mean(axis=-1, keepdims=True)
+    return centred / np.sqrt(x.var(axis=-1, ddof=1, keepdims=True) + 1e-5)
+
+
+def standardize_torch(x):  # PyTorch's layer norm without a learned scale and shift
+    t = torch.from_numpy(x)
+    return torch.nn.functional.layer_norm(t, t.shape[-1:], eps=1e-5).numpy()
+
+
+def standardize_without_keepdims(x):  # a broadcast that lines the means up with the features
+    return (x - x.mean(axis=-1)) / np.sqrt(x.var(axis=-1) + 1e-5)
 
 
 def standardize_no_eps(x):
@@ -66,6 +78,32 @@ def sample_argmax_unguarded(probs, u):
 def sample_left_boundary(probs, u):  # u on a boundary goes to the left category
     below = (u[:, None] > np.cumsum(probs)[None, :]).sum(axis=1)
     return np.minimum(below, len(probs) - 1)
+
+
+def sample_normalised_totals(probs, u):  # divides the totals by the last one: no cap needed
+    totals = np.cumsum(probs)
+    return (u[:, None] >= (totals / totals[-1])[None, :]).sum(axis=1)
+
+
+def posterior_table(prior, likelihood):
+    joint = prior[:, None] * likelihood
+    evidence = joint.sum(axis=0)  # P(word), one per column
+    if np.any(evidence == 0):
+        raise ValueError("a word of probability 0 has no posterior")
+    return joint / evidence
+
+
+def posterior_by_matmul(prior, likelihood):  # P(word) as prior @ likelihood
+    evidence = prior @ likelihood
+    if not np.all(evidence > 0):
+        raise ValueError("P(word) = 0")
+    return likelihood * prior[:, None] / evidence[None, :]
+
+
+def posterior_unchecked(prior, likelihood):
+    joint = prior[:, None] * likelihood
+    with np.errstate(invalid="ignore"):
+        return joint / joint.sum(axis=0)
 
 
 def sample_by_searchsorted(probs, u):  # the rule-breakers below get the numbers right
@@ -174,18 +212,20 @@ ROWS = [
                                              "differ"),
     ),
     *right(nb04.check_standardize_tokens, worked=standardize_fixed,
-           course_utils=lambda x: standardize(x, eps=1e-5)),
+           course_utils=lambda x: standardize(x, eps=1e-5), torch_layer_norm=standardize_torch),
     *wrong(
         nb04.check_standardize_tokens,
-        buggy=(standardize_buggy, "4 tokens of d = 4: the bug runs silently here: still the bug: "
-                                  "the (N,) means line up with the last axis"),
-        buggy_shape=(standardize_buggy, "3 tokens of d = 8: raised ValueError: operands could "
-                                        "not be broadcast"),
-        fixed_for_2d_only=(standardize_2d_fix, "a (batch, seq, d) = (2, 3, 8) tensor: raised "
-                                               "ValueError"),
+        given=(standardize_given, "3 tokens of d = 8: still the given function: ddof=1 and the "
+                                  "1e-5 outside the root"),
+        eps_still_outside=(standardize_ddof_fixed_only, "2 nearly constant tokens (spread about "
+                                                        "0.001): the 1e-5 matters: it divides by "
+                                                        "sigma + 1e-5"),
+        ddof_still_one=(standardize_eps_fixed_only, "3 tokens of d = 8: it divides by d - 1 "
+                                                    "(ddof=1)"),
         no_eps=(standardize_no_eps, "a constant token: all zeros: it leaves out the 1e-5"),
-        sample_variance=(standardize_sample_variance, "3 tokens of d = 8: it divides by d - 1 "
-                                                      "(ddof=1)"),
+        sample_variance=(standardize_sample_variance, "4 tokens of d = 4: it divides by d - 1"),
+        no_keepdims=(standardize_without_keepdims, "3 tokens of d = 8: raised ValueError: "
+                                                   "operands could not be broadcast"),
         eps_outside=(lambda x: (x - x.mean(axis=-1, keepdims=True))
                      / (x.std(axis=-1, keepdims=True) + 1e-5),
                      "it divides by sigma + 1e-5: the 1e-5 goes inside the root"),
@@ -198,6 +238,9 @@ ROWS = [
                                      "not cap the count at V - 1"),
         argmax_unguarded=(sample_argmax_unguarded, "the last category, 2: values differ: "
                                                    "expected [2], got [0]"),
+        normalised_totals=(sample_normalised_totals, "u = 0.7 and u = cumsum[1] = "
+                           "0.8999999999999999: each on a boundary, so dog and bird: a u on a "
+                           "boundary lands left of it"),
         left_boundary=(sample_left_boundary, "a u exactly on a boundary belongs to the category "
                                              "to its right: a u on a boundary goes left"),
         # the rule, with the right numbers: the scan of the code refuses these
@@ -213,6 +256,25 @@ ROWS = [
         while_loop=(sample_by_while, "it has a while loop"),
         hidden_in_map=(sample_by_map, "it calls map"),
         hidden_in_vectorize=(sample_by_vectorize, "it calls vectorize"),
+    ),
+    *right(nb04.check_posterior_table, worked=posterior_table, by_matmul=posterior_by_matmul),
+    *wrong(
+        nb04.check_posterior_table,
+        not_normalised=(lambda p, lik: posterior_table(p, lik) * (p @ lik),
+                        "it does not divide by P(word): each column must sum to 1"),
+        likelihood=(lambda p, lik: posterior_table(p, lik) * 0 + lik,
+                    "it returns P(word | topic), the likelihood"),
+        base_rate_neglect=(lambda p, lik: posterior_table(p * 0 + 1 / len(p), lik),
+                           "a rare topic (prior 0.01): a likely word still leaves it unlikely: "
+                           "it leaves out the prior (the base rate)"),
+        rows_normalised=(lambda p, lik: posterior_table(p, lik) * 0
+                         + (p[:, None] * lik) / (p[:, None] * lik).sum(axis=1, keepdims=True),
+                         "it returns P(word | topic), the likelihood"),  # rows of lik sum to 1
+        prior_on_columns=(lambda p, lik: (lik * p[None, :]) / (lik * p[None, :]).sum(axis=0),
+                          "3 topics, 5 words: raised ValueError: operands could not be "
+                          "broadcast"),
+        no_zero_check=(posterior_unchecked, "a word no topic produces: P(word) = 0: should "
+                                            "raise ValueError"),
     ),
 ]
 

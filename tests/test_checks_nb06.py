@@ -65,48 +65,77 @@ def smoothed_via_probabilities(logits, targets, alpha):
         return float(np.mean(-np.sum(p * np.log(q), axis=-1)))
 
 
-def nll_buggy(logits, targets, ignore_index):  # the notebook's function: two bugs
+def pick(log_probs, targets, kept):  # each position's target entry, (B, N); 0 where not kept
+    ids = np.where(kept, targets, 0)
+    return np.take_along_axis(log_probs, ids[:, :, None], axis=-1)[:, :, 0] * kept
+
+
+def losses_buggy(logits, targets, ignore_index):  # the notebook's function: two bugs
     log_probs = log_softmax(logits, axis=-1)
     kept = targets != -100
-    losses = -log_probs[kept, targets[kept]]
-    return float(losses.sum() / targets.size)
+    return -pick(log_probs, targets, kept).sum(axis=-1) / targets.shape[-1]
 
 
-def nll_own_log_softmax(logits, targets, ignore_index):
+def losses_fixed(logits, targets, ignore_index):
+    kept = targets != ignore_index
+    return -pick(log_softmax(logits, axis=-1), targets, kept).sum(axis=-1) / kept.sum(axis=-1)
+
+
+def losses_by_sentence(logits, targets, ignore_index):  # section 9's mask, one sentence at a time
+    out = []
+    for z, c in zip(logits, targets, strict=True):
+        kept = c != ignore_index
+        out.append(-log_softmax(z)[np.arange(len(c))[kept], c[kept]].mean())
+    return np.array(out)
+
+
+def losses_one_hot(logits, targets, ignore_index):  # one-hot rows of I pick the targets
+    kept = targets != ignore_index
+    one_hot = np.eye(logits.shape[-1])[np.where(kept, targets, 0)]
+    picked = (log_softmax(logits) * one_hot).sum(axis=-1)
+    return -np.where(kept, picked, 0.0).sum(axis=-1) / kept.sum(axis=-1)
+
+
+def losses_torch(logits, targets, ignore_index):
+    b, n, v = logits.shape
+    per_token = F.cross_entropy(torch.tensor(logits).reshape(-1, v),
+                                torch.tensor(targets).reshape(-1), ignore_index=ignore_index,
+                                reduction="none").reshape(b, n).numpy()
+    return per_token.sum(axis=-1) / (targets != ignore_index).sum(axis=-1)
+
+
+def losses_only_index_fixed(logits, targets, ignore_index):
+    kept = targets != ignore_index
+    return -pick(log_softmax(logits), targets, kept).sum(axis=-1) / targets.shape[-1]
+
+
+def losses_only_divisor_fixed(logits, targets, ignore_index):
+    kept = targets != -100
+    return -pick(log_softmax(logits), targets, kept).sum(axis=-1) / kept.sum(axis=-1)
+
+
+def losses_summed(logits, targets, ignore_index):
+    kept = targets != ignore_index
+    return -pick(log_softmax(logits), targets, kept).sum(axis=-1)
+
+
+def losses_batch_mean(logits, targets, ignore_index):  # section 9's one number, for each sentence
+    kept = targets != ignore_index
+    mean = -log_softmax(logits)[kept, targets[kept]].mean()
+    return np.full(len(targets), mean)
+
+
+def losses_batch_scalar(logits, targets, ignore_index):
     kept = targets != ignore_index
     return float(-log_softmax(logits)[kept, targets[kept]].mean())
 
 
-def nll_fixed(logits, targets, ignore_index):
+def losses_log_of_probabilities(logits, targets, ignore_index):  # log(softmax): 0 at z = -800
     kept = targets != ignore_index
-    return float(-log_softmax(logits, axis=-1)[kept, targets[kept]].mean())
-
-
-def nll_torch(logits, targets, ignore_index):
-    v = logits.shape[-1]
-    return F.cross_entropy(torch.tensor(logits).reshape(-1, v), torch.tensor(targets).reshape(-1),
-                           ignore_index=ignore_index).item()
-
-
-def nll_only_mean_fixed(logits, targets, ignore_index):
-    kept = targets != -100
-    return float(-log_softmax(logits, axis=-1)[kept, targets[kept]].mean())
-
-
-def nll_only_index_fixed(logits, targets, ignore_index):
-    kept = targets != ignore_index
-    return float(-log_softmax(logits, axis=-1)[kept, targets[kept]].sum() / targets.size)
-
-
-def nll_summed(logits, targets, ignore_index):
-    kept = targets != ignore_index
-    return float(-log_softmax(logits, axis=-1)[kept, targets[kept]].sum())
-
-
-def nll_log_of_probabilities(logits, targets, ignore_index):  # log(softmax): 0 at z = -800
-    kept = targets != ignore_index
-    probs = np.exp(log_softmax(logits, axis=-1))
-    return float(-np.log(probs[kept, targets[kept]]).mean())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_probs = np.log(np.exp(log_softmax(logits)))
+        picked = np.take_along_axis(log_probs, np.where(kept, targets, 0)[:, :, None], -1)
+    return -np.where(kept, picked[:, :, 0], 0.0).sum(axis=-1) / kept.sum(axis=-1)
 
 
 def kl_worked(teacher, student):
@@ -187,22 +216,25 @@ ROWS = [
         via_probabilities=(smoothed_via_probabilities, "logits near +-1000: each class's "
                            "log-probability stays finite: it logs probabilities rounded to 0"),
     ),
-    *right(nb06.check_masked_mean_nll, worked=nll_fixed, own_log_softmax=nll_own_log_softmax,
-           torch=nll_torch),  # a note: it calls cross_entropy
+    *right(nb06.check_sentence_losses, worked=losses_fixed, by_sentence=losses_by_sentence,
+           one_hot=losses_one_hot, torch=losses_torch),  # a note: it calls cross_entropy
     *wrong(
-        nb06.check_masked_mean_nll,
-        buggy=(nll_buggy, "the same batch with 3 more padding positions: the loss must not "
-                          "change: still the bug"),
-        buggy_why=(nll_buggy, "<pad> has the id 0 and ignore_index=0: still the bug: the given "
-                              "function's number (-100 for ignore_index, every position)"),
-        only_mean_fixed=(nll_only_mean_fixed, "<pad> has the id 0 and ignore_index=0: still the "
-                                              "bug: the given function's number (-100 for "
-                                              "ignore_index"),
-        only_index_fixed=(nll_only_index_fixed, "<pad> has the id 0 and ignore_index=0: it "
-                                                "divides by every position, padding included"),
-        summed=(nll_summed, "it returns the sum over the real targets, not their mean"),
-        log_of_probabilities=(nll_log_of_probabilities, "loss 800: it logs a probability that "
-                                                        "rounded to 0"),
+        nb06.check_sentence_losses,
+        buggy=(losses_buggy, "the same batch with 3 more padding positions: no loss may change: "
+                             "it divides each sentence's sum by N"),
+        buggy_why=(losses_buggy, "<pad> has the id 0 and ignore_index=0: it compares with -100, "
+                                 "not ignore_index"),
+        only_index_fixed=(losses_only_index_fixed, "<pad> has the id 0 and ignore_index=0: it "
+                          "divides each sentence's sum by N"),
+        only_divisor_fixed=(losses_only_divisor_fixed, "<pad> has the id 0 and ignore_index=0: "
+                            "it compares with -100, not ignore_index"),
+        summed=(losses_summed, "it returns each sentence's sum, not its mean"),
+        batch_mean=(losses_batch_mean, "sentence 1 padded after 4 tokens, sentence 2 not: it is "
+                                       "the batch's one mean loss (section 9), repeated"),
+        batch_scalar=(losses_batch_scalar, "no padding: every position counts: expected a "
+                                           "numpy.ndarray, got float"),
+        log_of_probabilities=(losses_log_of_probabilities, "loss 800: it logs a probability "
+                                                           "that rounded to 0"),
     ),
     *right(nb06.check_kl_from_logits, worked=kl_worked,
            cross_minus_entropy=kl_as_cross_entropy_minus_entropy,
@@ -212,7 +244,12 @@ ROWS = [
         via_probabilities=(kl_via_probabilities, "logits near 1000: KL = 1000: it logs "
                                                  "probabilities that rounded to 0"),
         no_zero_rule=(kl_without_zero_rule, "a teacher's -inf (p_i = 0) adds 0, not nan; a "
-                                            "student's where p_i > 0: inf: values differ"),
+                                            "student's where p_i > 0: inf: a teacher's -inf makes "
+                                            "p_i = 0"),
+        no_zero_rule_named=(kl_without_zero_rule, "a teacher's -inf makes p_i = 0 and log p_i = "
+                                                  "-inf, and 0 · (-inf) is nan"),
+        averaged=(lambda t, s: kl_worked(t, s) / t.shape[-1], "4 rows of 6 logits: it averages "
+                                                             "the terms of a row"),
         reversed=(kl_reversed, "4 rows of 6 logits: it computes KL(student || teacher)"),
         # the library computes from probabilities: e^-1000 is 0 there
         scipy_entropy=(kl_scipy_entropy, "logits near 1000: KL = 1000: it logs probabilities "

@@ -197,6 +197,35 @@ def own_topological_order(root):  # the learner's own helper
     return order
 
 
+def backward_sending(root):  # the notebook's given function: no order, each visit sends again
+    root.grad = 1.0
+
+    def send(node):
+        for parent, local in zip(node.parents, node.local_grads, strict=True):
+            parent.grad += local * node.grad
+            send(parent)
+
+    send(root)
+
+
+def backward_per_path(root):  # each path's own product pushed down: right, with no order at all
+    for node in topological_order(root):
+        node.grad = 0.0
+
+    def push(node, contribution):
+        node.grad += contribution
+        for parent, local in zip(node.parents, node.local_grads, strict=True):
+            push(parent, local * contribution)
+
+    push(root, 1.0)
+
+
+def backward_sending_reset(root):  # the given function with the grads zeroed first: half fixed
+    for node in topological_order(root):
+        node.grad = 0.0
+    backward_sending(root)
+
+
 def backward_with_own_order(root):
     order = own_topological_order(root)
     for node in order:
@@ -253,13 +282,21 @@ ROWS = [
     ),
     # the engine's backward pass adds to the grads that are there: a note where they start at 0
     *right(nb08.check_backward, worked=backward, dictionary=backward_recursive,
-           own_order=backward_with_own_order, reset_then_engine=backward_reset_then_engine),
+           own_order=backward_with_own_order, reset_then_engine=backward_reset_then_engine,
+           per_path=backward_per_path),
     *wrong(
         nb08.check_backward,
+        given=(backward_sending, "h*h + h with h = tanh(a) at a = 0.5: the node h has two users, "
+                                 "and must hear from both: still the bug: a node hands its grad "
+                                 "on before all of its users have added theirs"),
+        given_again=(backward_sending, "its grads still holding an earlier pass's: start from 0: "
+                                       "it adds to the grads an earlier pass left"),
+        given_zeroed=(backward_sending_reset, "u*u + u with u = t*t, t = tanh(x*y): a reused node "
+                                              "above another reused node: still the bug"),
         assigns=(lambda r: backward(r, accumulate=False),
-                 "a*a + a at a = 3: a is used three times, so 2a + 1 = 7: still the bug: "
-                 "parent.grad = ... keeps only the last contribution; add them up; values differ: "
-                 "expected [7.], got [3.]"),
+                 "a*a + a at a = 3: a is used three times, so 2a + 1 = 7: parent.grad = ... keeps "
+                 "only the last contribution; add them up; values differ: expected [7.], got "
+                 "[3.]"),
         forward_order=(lambda r: backward(r, reverse=False),
                        "a*a + a at a = 3: a is used three times, so 2a + 1 = 7: a walk from the "
                        "start of topological_order: a node passes its grad on before its users "

@@ -61,6 +61,21 @@ def sinusoidal_by_stack(n_positions, d_model):
     return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(n_positions, d_model)
 
 
+def sinusoidal_no_guard(n_positions, d_model):
+    """No check of d_model: NumPy's reshape raises for an odd d_model, except on an empty table."""
+    angles = np.outer(np.arange(n_positions), positional.angular_frequencies(d_model - d_model % 2))
+    return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(n_positions, d_model)
+
+
+def sinusoidal_column_exponent(n_positions, d_model):
+    """Each column's own index j in 10000^(-j/d_model): the cosine of pair i gets 2i + 1."""
+    if d_model % 2:
+        raise ValueError("odd d_model")
+    columns = 10000.0 ** (-np.arange(d_model) / d_model)
+    angles = np.outer(np.arange(n_positions), columns)
+    return np.where(np.arange(d_model) % 2, np.cos(angles), np.sin(angles))
+
+
 def sinusoidal_by_course(n_positions, d_model):
     return positional.sinusoidal_encoding(n_positions, d_model)
 
@@ -162,6 +177,13 @@ ROWS = [
         vectorize=(sinusoidal_by_vectorize, "the rule: it calls vectorize"),
         float32=(lambda n, d: sinusoidal(n, d).astype(np.float32),
                  "dtype: expected float64, got float32"),
+        no_guard=(sinusoidal_no_guard, "0 positions and an odd d_model: a reshape of an empty "
+                                       "table raises nothing, so the ValueError must be your own "
+                                       "check: should raise ValueError"),
+        column_exponent=(sinusoidal_column_exponent, "the cosine columns use their own index "
+                                                     "2i + 1 in the exponent"),
+        positions_from_1=(lambda n, d: sinusoidal(n + 1, d)[1:], "position 0 is [0, 1, 0, 1, "
+                          "...]: the positions start at 1: the first row is position 0"),
     ),
     *right(nb09.check_pe_dot, worked=pe_dot, by_hand=pe_dot_by_hand, with_pi=pe_dot_with_pi,
            in_torch=lambda k, d: pe_dot_torch(k, d).numpy(),
@@ -181,6 +203,12 @@ ROWS = [
         own_table=(pe_dot_own_table, "k = 100 000: far beyond any table: raised IndexError"),
         rotation_trace=(lambda k, d: np.array([np.trace(positional.relative_position_matrix(
             int(o), d)) / 2 for o in np.ravel(k)]), "it reads k as a whole offset"),
+        every_column=(lambda k, d: np.cos(np.asarray(k, dtype=float)[:, None]
+                                          * 10000.0 ** (-np.arange(d) / d)).sum(1),
+                      "d_model = 2: one pair, the dot product is cos(k): it sums a cosine for "
+                      "each of the d_model columns"),
+        averaged=(lambda k, d: pe_dot(k, d) / (d // 2), "k = 0: every pair gives 1, so d_model "
+                  "/ 2 = 4: it averages the cosines"),
     ),
     *right(nb09.check_add_positions, worked=add_positions,
            explicit_broadcast=lambda X: X + positional.sinusoidal_encoding(
@@ -201,7 +229,8 @@ ROWS = [
         pe_only=(16, "the length of PE(1000) alone"),
         embedding_only=(512**0.5, "the length of the scaled embedding alone"),
         unscaled=(17, "the embedding without its sqrt(d_model) factor"),
-        squared=(768, "768 is too high: work with squared lengths"),
+        squared=(768, "768 is too high: 768 is the squared length ||a + b||²"),
+        pe_length_512=(32, "32 is too high: it takes ||PE(1000)||² = 512"),
     ),
 ]
 

@@ -10,10 +10,11 @@ from course_utils import attention
 from course_utils.checks import nb10
 
 
-def causal_attention(q, k, v, keep_future=False, zero_empty=True, shift=1, fill=-math.inf):
+def causal_attention(q, k, v, keep_future=False, zero_empty=True, shift=1, fill=-math.inf,
+                     scale=True):
     lq, lk = q.shape[-2], k.shape[-2]
     ahead = torch.ones(lq, lk, dtype=torch.bool).triu(diagonal=lk - lq + shift)
-    logits = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    logits = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1)
     weights = torch.softmax(logits.masked_fill(~ahead if keep_future else ahead, fill), -1)
     if zero_empty:
         weights = torch.nan_to_num(weights, nan=0.0)
@@ -50,9 +51,10 @@ def output_only(q, k, v):
 
 
 def padded_causal(q, k, v, lengths, keys=True, causal=True, padding=True, fill=-math.inf,
-                  zero_empty=True, queries_too=False):
+                  zero_empty=True, queries_too=False, or_equal=False):
     n = q.shape[-2]
-    real = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
+    key, length = torch.arange(n)[None, :], torch.tensor(lengths)[:, None]
+    real = key <= length if or_equal else key < length
     visible = torch.ones(len(lengths), n, n, dtype=torch.bool)
     if padding:
         visible = visible & (real[:, None, :] if keys else real[:, :, None])
@@ -141,6 +143,9 @@ ROWS = [
         minus_1e9=(lambda q, k, v: causal_attention(q, k, v, fill=-1e9),
                    "their rows must be 0: output: values differ"),
         output_only=(output_only, "expected a tuple of 2 items (output, weights)"),
+        unscaled=(lambda q, k, v: causal_attention(q, k, v, scale=False),
+                  "4 tokens: query i sees keys 0..i: the mask is right, but the scores are not "
+                  "divided by √d_k"),
     ),
     *right(nb10.check_padded_causal_attention, worked=padded_causal,
            course_utils=padded_causal_by_course, torch_sdpa=padded_causal_by_torch),
@@ -159,6 +164,8 @@ ROWS = [
         minus_1e9=(lambda q, k, v, n: padded_causal(q, k, v, n, fill=-1e9),
                    "sentence 1 is empty: every row sees nothing and must be 0: output"),
         nan_rows=(lambda q, k, v, n: padded_causal(q, k, v, n, zero_empty=False), "are nan"),
+        one_key_too_many=(lambda q, k, v, n: padded_causal(q, k, v, n, or_equal=True),
+                          "keys 2 and 3 are padding: the padding mask keeps one key too many"),
     ),
 ]
 

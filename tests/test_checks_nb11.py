@@ -105,10 +105,14 @@ ROWS = [
                                                                     merge_transpose=False),
                                  "two heads, d_k = 4: the heads are merged by a plain reshape"),
         forgets_w_o=(lambda *args: multi_head_attention(*args, use_w_o=False),
-                     "one head: plain attention: values differ"),
+                     "one head: plain attention: W^O is missing"),
+        w_o_transposed=(lambda x, w_q, w_k, w_v, w_o, h: multi_head_attention(x, w_q, w_k, w_v,
+                                                                            w_o.T, h),
+                        "one head: plain attention: the merged heads are multiplied by W^O "
+                        "transposed"),
         torch_nn_weights_not_transposed=(
             lambda *args: multi_head_attention_by_nn(*args, transpose=False),
-            "one head: plain attention: values differ"),
+            "one head: plain attention: all four matrices are used transposed"),
     ),
     *right(nb11.check_heads_match_projections, worked=2 * 512, as_float=1024.0),
     *wrong(
@@ -125,8 +129,12 @@ ROWS = [
     *wrong(
         nb11.check_attention_parameters,
         section_5=(lambda d, h, d_head, bias=True: 4 * d * d + (4 * d if bias else 0),
-                   "T5-11B: h·d_head = 16,384 > d_model, no biases: values differ: expected "
-                   "67108864, got 4194304"),
+                   "T5-11B: h·d_head = 16,384 > d_model, no biases: that is section 5's "
+                   "4·d_model² + 4·d_model"),
+        w_o_of_one_head=(lambda d, h, d_head, bias=True: attention_parameters(
+            d, h, d_head, bias, out_in=d_head),
+                         "T5-11B: h·d_head = 16,384 > d_model, no biases: W^O was counted as one "
+                         "head's (d_head, d_model) matrix"),
         biases_of_d_model=(lambda d, h, d_head, bias=True: attention_parameters(
             d, h, d_head, bias, q_bias=d),
                            "16 heads of 64 on d_model = 512: about twice the base model's: the "
@@ -138,11 +146,10 @@ ROWS = [
                             "was counted with h·d_head entries: W^O outputs d_model features"),
         square_w_o=(lambda d, h, d_head, bias=True: attention_parameters(d, h, d_head, bias,
                                                                          out_in=d),
-                    "T5-11B: h·d_head = 16,384 > d_model, no biases: values differ: expected "
-                    "67108864, got 51380224"),
+                    "T5-11B: h·d_head = 16,384 > d_model, no biases: W^O was counted as "
+                    "(d_model, d_model)"),
         one_head=(lambda d, h, d_head, bias=True: attention_parameters(d, 1, d_head, bias),
-                  "d_head = d_model / h: section 5's 4·64 + 4·8 = 288: values differ: expected "
-                  "288, got 148"),
+                  "d_head = d_model / h: section 5's 4·64 + 4·8 = 288: that counts one head"),
         ignores_bias=(lambda d, h, d_head, bias=True: attention_parameters(d, h, d_head),
                       "the same without biases: values differ: expected 393216, got 394368"),
         a_float=(lambda *args, **kwargs: attention_parameters(*args, **kwargs) / 1,

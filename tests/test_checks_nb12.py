@@ -1,6 +1,5 @@
 """Notebook 12's checkers: right answers pass, plausible mistakes fail with a reason."""
 
-import functools
 import math
 
 import pytest
@@ -8,10 +7,7 @@ import torch
 import torch.nn.functional as F
 from checker_table import right, table_test, wrong
 
-from course_utils import norms
 from course_utils.checks import nb12
-
-Norm = norms.LayerNorm  # the course's LayerNorm under another name
 
 
 def layer_norm(x, gamma, beta, eps=1e-5, dim=-1, correction=0, eps_place="inside"):
@@ -26,108 +22,44 @@ def layer_norm(x, gamma, beta, eps=1e-5, dim=-1, correction=0, eps_place="inside
     return gamma * (x - mu) / scale + beta
 
 
-def layer_norm_by_own_helper(x, gamma, beta, eps=1e-5):
-    return layer_norm(x, gamma, beta, eps)  # the learner's own layer_norm: no note
+def batch_norm(x, gamma, beta, eps=1e-5, dims=(0, 1), correction=0, eps_place="inside"):
+    mu = x.mean(dim=dims, keepdim=True)
+    var = x.var(dim=dims, keepdim=True, correction=correction)
+    scale = torch.sqrt(var + eps) if eps_place == "inside" else torch.sqrt(var) + eps
+    return gamma * (x - mu) / scale + beta
 
 
-def layer_norm_over_everything(x, gamma, beta, eps=1e-5):
-    centred = x - x.mean()
-    return gamma * centred / torch.sqrt(centred.pow(2).mean() + eps) + beta
+def batch_norm_by_var_mean(x, gamma, beta, eps=1e-5):
+    var, mu = torch.var_mean(x, dim=(0, 1), keepdim=True, correction=0)
+    return (x - mu) * torch.rsqrt(var + eps) * gamma + beta
 
 
-def layer_norm_in_place(x, gamma, beta, eps=1e-5):
-    x -= x.mean(dim=-1, keepdim=True)
-    return gamma * x / torch.sqrt((x**2).mean(dim=-1, keepdim=True) + eps) + beta
+def batch_norm_by_loops(x, gamma, beta, eps=1e-5):
+    out = torch.empty_like(x)
+    for j in range(x.shape[-1]):  # one feature at a time, over every token of the batch
+        column = x[..., j]
+        mu = column.sum() / column.numel()
+        var = ((column - mu) ** 2).sum() / column.numel()
+        out[..., j] = gamma[j] * (column - mu) / math.sqrt(var + eps) + beta[j]
+    return out
 
 
-def layer_norm_by_functional(x, gamma, beta, eps=1e-5):
-    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps)
+def batch_norm_by_functional(x, gamma, beta, eps=1e-5):
+    out = F.batch_norm(x.transpose(1, 2), None, None, gamma, beta, training=True, eps=eps)
+    return out.transpose(1, 2)
 
 
-def layer_norm_by_module_default_eps(x, gamma, beta, eps=1e-5):
-    norm = torch.nn.LayerNorm(x.shape[-1], dtype=x.dtype)  # eps is left at 1e-5
+def batch_norm_by_module(x, gamma, beta, eps=1e-5, train=True):
+    norm = torch.nn.BatchNorm1d(x.shape[-1], eps=eps, dtype=x.dtype).train(train)
     with torch.no_grad():
         norm.weight.copy_(gamma)
         norm.bias.copy_(beta)
-    return norm(x).detach()
+        return norm(x.transpose(1, 2)).transpose(1, 2)
 
 
-def layer_norm_by_fresh_module(x, gamma, beta, eps=1e-5):
-    return torch.nn.LayerNorm(x.shape[-1], eps=eps, dtype=x.dtype)(x).detach()  # γ = 1, β = 0
-
-
-def layer_norm_by_module(x, gamma, beta, eps=1e-5):
-    norm = torch.nn.LayerNorm(x.shape[-1], eps=eps, dtype=x.dtype)
-    with torch.no_grad():
-        norm.weight.copy_(gamma)
-        norm.bias.copy_(beta)
-    return norm(x).detach()
-
-
-def layer_norm_by_course(x, gamma, beta, eps=1e-5):
-    norm = norms.LayerNorm(x.shape[-1], eps=eps).to(x.dtype)
-    with torch.no_grad():
-        norm.weight.copy_(gamma)
-        norm.bias.copy_(beta)
-        return norm(x)
-
-
-def layer_norm_by_alias(x, gamma, beta, eps=1e-5):
-    norm = Norm(x.shape[-1], eps=eps).to(x.dtype)  # names neither norms nor LayerNorm
-    with torch.no_grad():
-        norm.weight.copy_(gamma)
-        norm.bias.copy_(beta)
-        return norm(x)
-
-
-def layer_norm_by_aten(x, gamma, beta, eps=1e-5):  # the operator itself, below any Python name
-    return torch.ops.aten.layer_norm(x, [x.shape[-1]], gamma, beta, eps)
-
-
-_partial_norm = functools.partial(torch.layer_norm)  # made before the checker patches any name
-
-
-def layer_norm_by_partial(x, gamma, beta, eps=1e-5):  # an object no name or value gives away
-    return _partial_norm(x, [x.shape[-1]], gamma, beta, eps)
-
-
-_partial_rms = functools.partial(torch.rms_norm)
-
-
-def layer_norm_by_aten_rms_norm(x, gamma, beta, eps=1e-5):  # an RMS norm of a centred x
-    centred = x - x.mean(dim=-1, keepdim=True)
-    return torch.ops.aten.rms_norm(centred, [x.shape[-1]], gamma, eps) + beta
-
-
-def layer_norm_by_partial_rms_norm(x, gamma, beta, eps=1e-5):
-    return _partial_rms(x - x.mean(dim=-1, keepdim=True), [x.shape[-1]], gamma, eps) + beta
-
-
-def layer_norm_by_native_group_norm(x, gamma, beta, eps=1e-5):
-    n, d = x.numel() // x.shape[-1], x.shape[-1]
-    out = torch.native_group_norm(x.reshape(-1, 1, d), None, None, n, 1, d, 1, eps)[0]
-    return gamma * out.reshape(x.shape) + beta
-
-
-def layer_norm_by_group_norm(x, gamma, beta, eps=1e-5):
-    d = x.shape[-1]  # one group holding all d features of each token: a layer norm
-    return gamma * F.group_norm(x.reshape(-1, 1, d), 1, eps=eps).reshape(x.shape) + beta
-
-
-def layer_norm_by_instance_norm(x, gamma, beta, eps=1e-5):
-    d = x.shape[-1]  # each token a channel, normalized over its d features
-    return gamma * F.instance_norm(x.reshape(1, -1, d), eps=eps).reshape(x.shape) + beta
-
-
-def layer_norm_by_batch_norm(x, gamma, beta, eps=1e-5):
-    d = x.shape[-1]  # (d, tokens): each token a channel, normalized over the d "examples"
-    flat = F.batch_norm(x.reshape(-1, d).T, None, None, training=True, eps=eps)
-    return gamma * flat.T.reshape(x.shape) + beta
-
-
-def layer_norm_by_rms_norm(x, gamma, beta, eps=1e-5):
-    centred = x - x.mean(dim=-1, keepdim=True)  # RMS norm of the centred x is a layer norm
-    return gamma * F.rms_norm(centred, x.shape[-1:], eps=eps) + beta
+def batch_norm_in_place(x, gamma, beta, eps=1e-5):
+    x -= x.mean(dim=(0, 1), keepdim=True)
+    return gamma * x / torch.sqrt((x**2).mean(dim=(0, 1), keepdim=True) + eps) + beta
 
 
 def pre_ln_block(x, gamma, beta, w1, b1, w2, b2, dim=-1, add_normalized=False, post=False,
@@ -160,40 +92,33 @@ def the_given_block(x, gamma, beta, w1, b1, w2, b2):
 
 
 ROWS = [
-    *right(nb12.check_layer_norm, worked=layer_norm, functional=layer_norm_by_functional,
-           module=layer_norm_by_module, course_module=layer_norm_by_course,
-           course_alias=layer_norm_by_alias, group_norm=layer_norm_by_group_norm,
-           rms_norm=layer_norm_by_rms_norm, own_helper=layer_norm_by_own_helper),
+    *right(nb12.check_batch_norm, worked=batch_norm, var_mean=batch_norm_by_var_mean,
+           loops=batch_norm_by_loops, functional=batch_norm_by_functional,
+           module=batch_norm_by_module),
     *wrong(
-        nb12.check_layer_norm,
-        unbiased=(lambda *args, **kw: layer_norm(*args, **kw, correction=1),
-                  "the variance divides by d_model - 1"),
-        eps_outside=(lambda *args, **kw: layer_norm(*args, **kw, eps_place="outside"),
+        nb12.check_batch_norm,
+        layer_norm=(lambda *args, **kw: batch_norm(*args, **kw, dims=-1),
+                    "a batch (3, 5, 6) with γ and β: that is LayerNorm"),
+        torch_layer_norm=(lambda x, gamma, beta, eps=1e-5: F.layer_norm(x, x.shape[-1:], gamma,
+                                                                       beta, eps),
+                          "that is LayerNorm: μ and σ² over each token's own features"),
+        over_the_batch=(lambda *args, **kw: batch_norm(*args, **kw, dims=0),
+                        "μ and σ² are taken over the batch only (dim 0)"),
+        over_positions=(lambda *args, **kw: batch_norm(*args, **kw, dims=1),
+                        "μ and σ² are taken over each sentence's positions only (dim 1)"),
+        over_everything=(lambda *args, **kw: batch_norm(*args, **kw, dims=None),
+                         "μ and σ² are taken over the whole tensor"),
+        unbiased=(lambda *args, **kw: batch_norm(*args, **kw, correction=1),
+                  "the variance divides by B·N - 1"),
+        eps_outside=(lambda *args, **kw: batch_norm(*args, **kw, eps_place="outside"),
                      "ε is outside the square root"),
-        no_eps=(lambda *args, **kw: layer_norm(*args, **kw, eps_place="none"),
-                "ε is missing"),
-        over_the_batch=(lambda *args, **kw: layer_norm(*args, **kw, dim=0),
-                        "μ and σ² are taken over dim 0, across the batch"),
-        over_everything=(layer_norm_over_everything, "μ and σ² are taken over the whole tensor"),
-        ignores_eps=(lambda x, gamma, beta, eps=1e-5: layer_norm(x, gamma, beta),
+        no_affine=(lambda x, gamma, beta, eps=1e-5: batch_norm(x, 1, 0, eps),
+                   "a batch (3, 5, 6) with γ and β: γ and β are ignored"),
+        ignores_eps=(lambda x, gamma, beta, eps=1e-5: batch_norm(x, gamma, beta),
                      "eps = 0.1 matters: it ignores the eps argument"),
-        in_place=(layer_norm_in_place, "changed its argument `x` in place"),
-        functional_whole_shape=(lambda x, gamma, beta, eps=1e-5: F.layer_norm(x, x.shape, eps=eps)
-                                * gamma + beta, "μ and σ² are taken over the whole tensor"),
-        functional_shape_1=(lambda x, gamma, beta, eps=1e-5: gamma * F.layer_norm(
-            x, x.shape[1:], eps=eps) + beta, "a batch (3, 5, 6) with γ and β: μ and σ² are taken "
-            "over the last two dims"),
-        functional_no_affine=(lambda x, gamma, beta, eps=1e-5: F.layer_norm(x, x.shape[-1:],
-                                                                           eps=eps),
-                              "a batch (3, 5, 6) with γ and β: γ and β are ignored"),
-        module_default_eps=(layer_norm_by_module_default_eps,
-                            "eps = 0.1 matters: it ignores the eps argument"),
-        module_fresh=(layer_norm_by_fresh_module, "γ and β are ignored"),
-        var_default=(lambda x, gamma, beta, eps=1e-5: gamma * (x - x.mean(-1, keepdim=True))
-                     / torch.sqrt(x.var(-1, keepdim=True) + eps) + beta,
-                     "the variance divides by d_model - 1 (torch.var's default)"),
-        rms_not_centred=(lambda x, gamma, beta, eps=1e-5: F.rms_norm(x, x.shape[-1:], gamma, eps)
-                         + beta, "a batch (3, 5, 6) with γ and β: values differ"),
+        eval_mode=(lambda *args, **kw: batch_norm_by_module(*args, **kw, train=False),
+                   "a batch (3, 5, 6) with γ and β: that is evaluation mode"),
+        in_place=(batch_norm_in_place, "changed its argument `x` in place"),
     ),
     *right(nb12.check_llama_d_ff, worked=256 * math.ceil(2 * 4 * 4096 / 3 / 256), as_float=11008.0),
     *wrong(
@@ -241,14 +166,11 @@ test_checker = table_test(ROWS)
 
 
 @pytest.mark.parametrize("answer, called", [
-    (layer_norm_by_functional, "layer_norm"), (layer_norm_by_module, "LayerNorm"),
-    (layer_norm_by_alias, "LayerNorm"), (layer_norm_by_aten, "layer_norm"),
-    (layer_norm_by_partial, "layer_norm"), (layer_norm_by_group_norm, "group_norm"),
-    (layer_norm_by_instance_norm, "instance_norm"), (layer_norm_by_batch_norm, "batch_norm"),
-    (layer_norm_by_rms_norm, "rms_norm"), (layer_norm, None), (layer_norm_by_own_helper, None),
+    (batch_norm_by_functional, "batch_norm"), (batch_norm_by_module, "BatchNorm1d"),
+    (batch_norm, None), (batch_norm_by_var_mean, None),
 ])
 def test_a_library_norm_passes_with_a_note(answer, called, capsys):
-    result = nb12.check_layer_norm(answer)
+    result = nb12.check_batch_norm(answer)
     assert result.passed
     assert result.note == (called and f"passes; it calls {called}, and the exercise is to write "
                                       "that step yourself")

@@ -60,14 +60,33 @@ def given_decoder_masks(tgt_mask, src_mask, diagonal=1, padding_axis="queries"):
     return causal & padding, src_mask[:, None, :].expand(b, t, s)
 
 
-def big_model_millions(attentions_per_decoder_layer=2, embeddings=1, biases=True):
-    d, d_ff = 1024, 4096
+def parameters(d, d_ff=None, attentions_per_decoder_layer=2, embeddings=1, biases=True,
+               ffn_matrices=2, vocab=37_000):
+    """Section 6's count of the 6 + 6 layer model at width d (d_ff = 4d unless given)."""
+    d_ff = 4 * d if d_ff is None else d_ff
     attn = 4 * d * d + (4 * d if biases else 0)
-    ffn = 2 * d * d_ff + (d_ff + d if biases else 0)
+    ffn = ffn_matrices * d * d_ff + (d_ff + d if biases else 0)
     norm = 2 * d if biases else 0
     layers_ = 6 * (attn + ffn + 2 * norm) + 6 * (attentions_per_decoder_layer * attn + ffn
                                                   + 3 * norm)
-    return (layers_ + embeddings * 37_000 * d) / 1e6
+    return layers_ + embeddings * vocab * d
+
+
+def width_for_tenth(**kw):
+    """The d at which the embedding is 10% of parameters(d, **kw), by bisection."""
+    of_layers = kw.pop("of_layers", False)
+    embeddings = kw.get("embeddings", 1)
+
+    def share(d):
+        embedding = embeddings * 37_000 * d
+        total = parameters(d, **kw) - (embedding if of_layers else 0)
+        return embedding / total
+
+    low, high = 1.0, 1e6
+    for _ in range(200):
+        middle = (low + high) / 2
+        low, high = (middle, high) if share(middle) > 0.1 else (low, middle)
+    return low
 
 
 def rnn_jacobian(s0, xs, w_h, w_x, transpose=False, state="new", order="forward", rows=False):
@@ -169,6 +188,10 @@ ROWS = [
                              "masked"),
         padding_fixed_only=(lambda t, s: given_decoder_masks(t, s, padding_axis="keys"),
                             "self_mask lets query i read key i + 1, the token it has to predict"),
+        causal_cross_top_left=(lambda t, s: (decoder_masks(t, s)[0], decoder_masks(t, s)[1]
+                                             & torch.ones(t.shape[1], s.shape[1],
+                                                          dtype=torch.bool).tril()),
+                               "N_tgt = 1: cross_mask is causal (a lower triangle)"),
         causal_cross=(lambda t, s: decoder_masks(t, s, causal_cross=True),
                       "N_tgt = N_src = 4, no padding: cross-attention is not causal: "
                       "cross_mask is causal"),
@@ -194,31 +217,31 @@ ROWS = [
         integers=(lambda t, s: tuple(m.long() for m in decoder_masks(t, s)),
                   "self_mask: dtype: expected torch.bool, got torch.int64"),
     ),
-    *right(nb13.check_big_model_embedding_share,
-           formula=100 * 37_000 * 1024 / (1e6 * big_model_millions()), rounded=17.7,
-           no_biases=100 * 37.888 / big_model_millions(biases=False)),
+    *right(nb13.check_embedding_share_width, worked=(9 * 37_000 - 192) / 168,
+           bisected=width_for_tenth(), no_biases=width_for_tenth(biases=False),
+           rounded=1980),
     *wrong(
-        nb13.check_big_model_embedding_share,
-        base_model=(100 * 37_000 * 512 / 63_082_496, "is too high: that is the base model's "
-                    "share"),
-        a_fraction=(0.177, "that is a fraction; the answer is asked in percent"),
-        one_attention_per_decoder_layer=(
-            100 * 37.888 / big_model_millions(attentions_per_decoder_layer=1),
-            "a decoder layer has two attentions"),
-        three_embeddings=(100 * 3 * 37.888 / big_model_millions(embeddings=3),
-                          "the vocabulary is shared"),
-        of_the_layers=(100 * 37.888 / big_model_millions(embeddings=0),
-                       "that divides by the layers alone"),
-        half_of_it=(8.85, "is too low: evaluate section 6's three parts"),
-        a_string=("17.7", "expected a number, got str"),
+        nb13.check_embedding_share_width,
+        one_attention_per_decoder_layer=(width_for_tenth(attentions_per_decoder_layer=1),
+                                         "a decoder layer has two attentions"),
+        no_feed_forward=(width_for_tenth(ffn_matrices=0), "the feed-forward networks are "
+                         "missing"),
+        one_ffn_matrix=(width_for_tenth(ffn_matrices=1), "each feed-forward network has two"),
+        three_embeddings=(width_for_tenth(embeddings=3), "the vocabulary is shared"),
+        of_the_layers=(width_for_tenth(of_layers=True), "10% of the layers alone"),
+        fixed_d_ff=(width_for_tenth(d_ff=2048), "that keeps d_ff = 2048"),
+        like_one_over_d=(1536, "the share does not fall like 1/d"),
+        big_model=(1024, "is too low: write section 6's total as a function of d alone"),
+        a_string=("1981", "expected a number, got str"),
     ),
     *right(nb13.check_rnn_jacobian, worked=rnn_jacobian, stacked=rnn_jacobian_by_stack,
            autograd=rnn_jacobian_by_autograd,
            complex_step=rnn_jacobian_by_complex_step),
     *wrong(
         nb13.check_rnn_jacobian,
-        perturbation=(rnn_jacobian_by_perturbation, "to rounding: close, but not to rounding: a "
-                      "finite difference is not accurate enough"),
+        perturbation=(rnn_jacobian_by_perturbation, "to rounding: close (within 1e-4), but not "
+                      "to rounding: an estimate such as a finite difference is not accurate "
+                      "enough"),
         column_convention=(lambda *args: rnn_jacobian(*args, transpose=True),
                            "five steps, d = 4: this is the transpose"),
         previous_state=(lambda *args: rnn_jacobian(*args, state="old"),
@@ -253,17 +276,19 @@ ROWS = [
         causal_saving=(lambda t, s, d, d_ff: decoder_layer_flops(t, s, d, d_ff) - 2 * t * t * d,
                        "9,984: the causal mask saves nothing"),
         no_cross_attention=(lambda *args: decoder_layer_flops(*args, cross=False),
-                            "N_tgt = 4, N_src = 6, d = 8, d_ff = 32: 9,984: values differ: "
-                            "expected "
-                            "9984, got 6656"),
+                            "N_tgt = 4, N_src = 6, d = 8, d_ff = 32: 9,984: cross-attention is "
+                            "missing"),
         one_ffn_product=(lambda *args: decoder_layer_flops(*args, ffn_matrices=1),
-                         "expected 9984, got 7936"),
+                         "9,984: the feed-forward network has two products"),
         mixing_only=(lambda *args: decoder_layer_flops(*args, projections=False, ffn_matrices=0),
                      "expected 9984, got 1280"),
         no_cross_output=(lambda *args: decoder_layer_flops(*args, cross_output=False),
-                         "expected 9984, got 9472"),
+                         "9,984: cross-attention's W^O is missing, or its K and V are projected "
+                         "from the N_tgt target rows"),
+        no_cross_output_named=(lambda *args: decoder_layer_flops(*args, cross_output=False),
+                               "N_tgt = N_src = 32: cross-attention's W^O is missing"),
         multiply_adds=(lambda *args: decoder_layer_flops(*args, per_multiply_add=1),
-                       "expected 9984, got 4992"),
+                       "9,984: that counts multiply-adds"),
         math_pow=(lambda t, s, d, d_ff: 12 * t * math.pow(d, 2) + decoder_layer_flops(t, s, d, d_ff)
                   - 12 * t * d * d,
                   "expected an integer, got float 9984.0"),

@@ -11,10 +11,12 @@ from course_utils.checks import nb14
 from course_utils.training import sequence_loss
 
 
-def pad_and_mask(sequences, pad_id, dtype=torch.long, mask_dtype=torch.bool):
+def pad_and_mask(sequences, pad_id, dtype=torch.long, mask_dtype=torch.bool, check_empty=True):
     if len(sequences) == 0:
         raise ValueError("sequences must not be empty")
     longest = max(len(s) for s in sequences)
+    if check_empty and longest == 0:
+        raise ValueError("every sequence is empty: there is nothing to pad")
     padded = torch.full((len(sequences), longest), pad_id, dtype=dtype)
     mask = torch.zeros(len(sequences), longest, dtype=mask_dtype)
     for row, seq in enumerate(sequences):
@@ -38,6 +40,8 @@ def pad_sequences(sequences, pad_id):  # the name of the course's function, writ
     if not sequences:
         raise ValueError("no sequences")
     longest = max(len(s) for s in sequences)
+    if longest == 0:
+        raise ValueError("only empty sequences")
     return torch.from_numpy(np.stack([np.array(s + [pad_id] * (longest - len(s)), dtype=np.int64)
                                       for s in sequences]))
 
@@ -57,42 +61,46 @@ def left_padded(sequences, pad_id):
     return padded.flip(-1), mask.flip(-1)  # also reverses the tokens
 
 
-def train(model, batches, lr, order="right", make_optimizer=None):
-    optimizer = (make_optimizer or (lambda p: torch.optim.SGD(p, lr=lr)))(model.parameters())
-    losses = []
-    for x, y in batches:
-        if order == "right":
-            optimizer.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        if order == "between":  # the notebook's bug: the gradients are gone before step()
-            optimizer.zero_grad()
-        optimizer.step()
-        if order == "after":  # also right: the next backward() starts from zero
-            optimizer.zero_grad()
-        losses.append(loss.item())
-    return losses
+def mean_loss(model, batches):  # the worked solution: add up, then divide once
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for batch in batches:
+            logits = model(batch.src, batch.tgt_in, batch.src_token_mask, batch.tgt_token_mask)
+            real = batch.tgt_out != batch.pad_id
+            total += F.cross_entropy(logits[real], batch.tgt_out[real], reduction="sum").item()
+            count += int(real.sum())
+    return total / count
 
 
-class _ZeroingSGD(torch.optim.SGD):
-    def __init__(self, model, lr):  # zero_grad through the model instead of the optimizer
-        super().__init__(model.parameters(), lr=lr)
-        self.model = model
+def mean_loss_weighted(model, batches, weigh="positions"):  # each batch's mean times a weight
+    means, weights = [], []
+    with torch.no_grad():
+        for batch in batches:
+            logits = model(batch.src, batch.tgt_in, batch.src_token_mask, batch.tgt_token_mask)
+            means.append(sequence_loss(logits, batch.tgt_out, batch.pad_id).item())
+            real = batch.tgt_out != batch.pad_id
+            weights.append({"positions": int(real.sum()), "batches": 1,
+                            "sentences": batch.src.shape[0]}[weigh])
+    return float(np.dot(means, weights) / sum(weights))
 
-    def zero_grad(self, set_to_none=True):
-        self.model.zero_grad()
+
+def mean_loss_concatenated(model, batches):  # every real position's loss in one tensor
+    with torch.no_grad():
+        per_position = [F.cross_entropy(
+            model(b.src, b.tgt_in, b.src_token_mask, b.tgt_token_mask).transpose(1, 2),
+            b.tgt_out, reduction="none")[b.tgt_out != b.pad_id] for b in batches]
+    return torch.cat(per_position).mean().item()
 
 
-def train_by_hand(model, batches, lr):
-    losses = []
-    for x, y in batches:
-        loss = F.cross_entropy(model(x), y)
-        grads = torch.autograd.grad(loss, list(model.parameters()))  # fresh, never accumulated
-        with torch.no_grad():
-            for p, g in zip(model.parameters(), grads, strict=True):
-                p -= lr * g
-        losses.append(loss.item())
-    return losses
+def mean_loss_over_padding(model, batches):  # the sum over real positions, divided by all
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for b in batches:
+            logits = model(b.src, b.tgt_in, b.src_token_mask, b.tgt_token_mask)
+            total += F.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(),
+                                     ignore_index=b.pad_id, reduction="sum").item()
+            count += b.tgt_out.numel()
+    return total / count
 
 
 def smoothed_cross_entropy(logits, targets, pad_id, eps, log_p=torch.log_softmax, spread="mean",
@@ -106,6 +114,8 @@ def smoothed_cross_entropy(logits, targets, pad_id, eps, log_p=torch.log_softmax
         smooth = -log_probs.mean(dim=-1)
     elif spread == "sum":  # eps on every token: the target no longer sums to 1
         smooth = -log_probs.sum(dim=-1)
+    elif spread == "annotated":  # the Annotated Transformer: eps/(V-2) off the right and pad
+        smooth = (-log_probs.sum(dim=-1) - nll + log_probs[..., pad_id]) / (logits.shape[-1] - 2)
     else:  # eps/(V-1) on the wrong tokens only: another convention than the exercise's
         smooth = (-log_probs.sum(dim=-1) - nll) / (logits.shape[-1] - 1)
     loss = ((1 - eps) if keep is None else keep) * nll + eps * smooth
@@ -142,6 +152,8 @@ ROWS = [
                       "padded: dtype: expected torch.int64"),
         left_padded=(left_padded, "three lengths, pad 0: padded: values differ"),
         pads_the_input=(pad_in_place, "changed its argument `sequences` in place"),
+        all_empty_padded=(lambda seqs, pad: pad_and_mask(seqs, pad, check_empty=False),
+                          "only empty sequences: nothing to pad: should raise ValueError"),
     ),
     *right(nb14.check_untrained_loss, estimate=math.log(43) + 0.5, measured=4.24),
     *wrong(
@@ -153,23 +165,16 @@ ROWS = [
         log2=(math.log2(43), "is too high: that is log base 2 of V"),
         a_tensor=(torch.tensor(4.24), "expected a number, got torch.Tensor"),
     ),
-    *right(nb14.check_train, worked=lambda *a: train(*a), zero_after_step=lambda *a: train(
-        *a, order="after"), by_hand=train_by_hand,
-           model_zero_grad=lambda m, b, lr: train(m, b, lr, order="right",
-                                                  make_optimizer=lambda p: _ZeroingSGD(m, lr))),
+    *right(nb14.check_mean_loss, worked=mean_loss, weighted_means=mean_loss_weighted,
+           concatenated=mean_loss_concatenated),
     *wrong(
-        nb14.check_train,
-        as_given=(lambda *a: train(*a, order="between"), "6 batches, lr 0.5: still the bug: the "
-                  "weights never moved, so the loss cannot fall"),
-        never_zeroed=(lambda *a: train(*a, order="never"), "the gradients add up from step to "
-                      "step: backward() adds (+=) into .grad"),
-        adam=(lambda m, b, lr: train(m, b, lr, make_optimizer=lambda p: torch.optim.Adam(p, lr)),
-              "6 batches, lr 0.5: it steps with Adam: the exercise's step is plain SGD"),
-        momentum=(lambda m, b, lr: train(m, b, lr, make_optimizer=lambda p: torch.optim.SGD(
-            p, lr, momentum=0.9)), "6 batches, lr 0.5: the SGD has momentum=0.9: the exercise's "
-                  "step is plain SGD"),
-        tensors=(lambda *a: [torch.tensor(v) for v in train(*a)][:-1],
-                 "6 batches, lr 0.5: shape: expected (6,), got (5,)"),
+        nb14.check_mean_loss,
+        as_given=(lambda m, b: mean_loss_weighted(m, b, "batches"), "a batch of 3 pairs, then "
+                  "one of 1: still the bug: every batch's mean counts once"),
+        by_sentences=(lambda m, b: mean_loss_weighted(m, b, "sentences"),
+                      "a batch of 3 pairs, then one of 1: it weighs each batch by its number "
+                      "of sentences"),
+        over_padding=(mean_loss_over_padding, "it divides by every position, padding included"),
     ),
     *right(nb14.check_smoothed_cross_entropy, worked=smoothed_cross_entropy,
            from_q=smoothed_cross_entropy_from_q,
@@ -177,6 +182,9 @@ ROWS = [
            by_course_utils=sequence_loss),
     *wrong(
         nb14.check_smoothed_cross_entropy,
+        annotated_transformer=(lambda *args: smoothed_cross_entropy(*args, spread="annotated"),
+                               "the paper's alpha = 0.1, padding at the ends of rows: this is the "
+                               "Annotated Transformer's p, α/(V − 2)"),
         wrong_tokens_only=(lambda *args: smoothed_cross_entropy(*args, spread="others"),
                            "alpha = 1: the target is uniform: this gives α/(V − 1) to each wrong "
                            "token only"),

@@ -216,6 +216,12 @@ def top_p_refuses_only_zero(logits, temperature, top_p):  # top_p = 1.5 gets thr
     return top_p_probs(logits, temperature, min(top_p, 1.0))
 
 
+def rope_score_terms_half(q, k):  # pairs (i, i + d/2), the half layout's
+    h = len(q) // 2
+    return rope_score_terms(np.stack([q[:h], q[h:]], -1).ravel(),
+                            np.stack([k[:h], k[h:]], -1).ravel())
+
+
 def rope_score_terms_negative(q, k):  # A < 0 where the phase is shifted by π: same scores
     amplitude, phase = rope_score_terms(q, k)
     return -amplitude, phase + np.pi
@@ -311,6 +317,8 @@ ROWS = [
         one_total=(lambda q, k: (q @ k, 0.0),
                    "amplitudes: expected a numpy.ndarray, got numpy.float64"),
         negative_amplitude=(rope_score_terms_negative, "put the sign into the phase (ψ + π)"),
+        half_layout=(rope_score_terms_half, "d = 8, q ≠ k: a phase per pair: it pairs entry i "
+                     "with entry i + d/2"),
     ),
     *right(nb15.check_top_p, worked=top_p_probs, in_torch=top_p_torch,
            library=top_p_library),  # a note: it calls filter_probs

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from checker_table import right, table_test, wrong
 
-from course_utils import positional
+from course_utils import positional, sampling
 from course_utils.checks import nb16
 
 
@@ -33,6 +33,21 @@ def best_by_loop_ties(a, c):  # the same walk, going on through a tie: a tie is 
     while speedup(k + 1) >= speedup(k):
         k += 1
     return k
+
+
+def best_by_the_library(a, c):  # section 7's sampling.expected_tokens_per_pass, from k = 0
+    return max(range(200), key=lambda k: sampling.expected_tokens_per_pass(a, k) / (k * c + 1))
+
+
+def index_not_k(a, c):  # the argmax over an array of k that starts at 1: a position, not k
+    ks = np.arange(1, 1000)
+    return int(np.argmax((1 - a ** (ks + 1)) / ((1 - a) * (ks * c + 1))))
+
+
+def target_pass_ignored(a, c):  # a round costed as k·c alone: k = 0 costs nothing
+    ks = np.arange(0, 1000)
+    with np.errstate(divide="ignore"):
+        return int(ks[np.argmax((1 - a ** (ks + 1)) / ((1 - a) * (ks * c)))])
 
 
 def draft_cost_ignored(a, c):
@@ -72,6 +87,12 @@ def store_last_slot(k_buffer, v_buffer, p, k_p, v_p):  # once full, keeps overwr
     slot = min(p, len(k_buffer) - 1)
     k_buffer[slot] = positional.apply_rope(k_p[None], [p])[0]
     v_buffer[slot] = v_p
+
+
+def store_value_rotated(k_buffer, v_buffer, p, k_p, v_p):  # the value turned as well
+    slot = p % len(k_buffer)
+    k_buffer[slot] = positional.apply_rope(k_p[None], [p])[0]
+    v_buffer[slot] = positional.apply_rope(v_p[None], [p])[0]
 
 
 def store_copy(k_buffer, v_buffer, p, k_p, v_p):  # writes into copies, not the buffers
@@ -192,33 +213,46 @@ ROWS = [
         near_below=(219, "219 is too low: write the FLOPs and the bytes of B sequences"),
         near_above=(227, "227 is too high: write the FLOPs and the bytes of B sequences"),
         intensity_is_batch=(201, "201 is too low: that takes the intensity to be B itself"),
+        ridge_rounded_down=(200, "200 is too low: that takes the intensity to be B itself, and "
+                            "rounds the ridge down"),
+        outputs_forgotten=(211, "211 is too low: that counts one set of the B vectors, not both: "
+                           "the B inputs are read and the B results written"),
+        outputs_forgotten_half=(445, "445 is too high: that counts one set of the B vectors, not "
+                                "both, and half the intensity"),
         one=(1, "that is one sequence"),
         float32=(500, "that counts 4 bytes a number"),
         other=(100, "100 is too low: write the FLOPs and the bytes of B sequences"),
         string=("223 sequences", "expected a number, got str"),
     ),
     *right(nb16.check_best_draft_length, worked=best_draft_length, by_loop=best_by_loop,
-           by_loop_through_ties=best_by_loop_ties),
+           by_loop_through_ties=best_by_loop_ties, by_the_library=best_by_the_library),
     *wrong(
         nb16.check_best_draft_length,
         draft_cost_ignored=(draft_cost_ignored, "a = 0.8, c = 0.05: it leaves out the draft's "
-                            "cost: a round costs k·c + 1 target passes; values differ: expected "
-                            "8, got"),
-        no_bonus_token=(no_bonus_token, "it drops the target's token: a round gives "
-                        "(1 − a^(k+1))/(1 − a) tokens; values differ: expected 8, got 9"),
+                            "cost: its k passes of a round take time too; values differ: "
+                            "expected 8, got"),
+        no_bonus_token=(no_bonus_token, "the tokens are off by one: a round keeps the accepted "
+                        "proposals and adds one token of the target's own, so k proposals give up "
+                        "to k + 1 tokens; values differ: expected 8, got 9"),
+        index_not_k=(index_not_k, "a = 0.8, c = 0.05: it returns a position in its array of k, "
+                     "not k: the array starts at k = 1; values differ: expected 8, got 7"),
+        target_pass_ignored=(target_pass_ignored, "a = 0.8, c = 0.05: it always returns 0: the "
+                             "cost of a round leaves out the target's pass"),
         always_speculate=(from_one, "a = 0.5, c = 0.6: it never returns 0: when no k beats plain "
                           "decoding, do not speculate; values differ: expected 0, got 1"),
-        one_pass_too_many=(one_pass_too_many, "a = 0.6, c = 0.3: it costs k + 1 draft passes a "
-                           "round"),
+        one_pass_too_many=(one_pass_too_many, "a = 0.6, c = 0.3: it charges the draft one pass "
+                           "too many: a round runs it k times"),
         float_answer=(lambda a, c: float(best_draft_length(a, c)), "expected an integer, got "
                       "float 8.0"),
     ),
     *right(nb16.check_store, worked=store),
     *wrong(
         nb16.check_store,
-        given=(nb16.store_given, "20 tokens, W = 8: still the bug: the key is rotated at its slot "
-               "p mod W, which is its position only until the buffer wraps; values differ in 48 "
-               "of 80 entries of shape (20, 4), the first at [8, 0]"),
+        given=(nb16.store_given, "20 tokens, W = 8: still the given function's numbers: right "
+               "until the buffer wraps, wrong from token W on; values differ in 48 of 80 entries "
+               "of shape (20, 4), the first at [8, 0]"),
+        value_rotated=(store_value_rotated, "6 tokens, W = 8: the value is rotated too: RoPE "
+                       "turns the queries and the keys"),
         not_rotated=(store_not_rotated, "6 tokens, W = 8: values differ in 20 of 24 entries of "
                      "shape (6, 4), the first at [1, 0]"),
         last_slot=(store_last_slot, "20 tokens, W = 8: values differ in 48 of 80 entries of shape "

@@ -187,7 +187,7 @@ def test_decoder_block_has_three_add_and_norm_boxes_each_fed_by_a_residual():
         assert len(adds) == 3
         # each residual path ends in an arrow pointing left, into an add & norm box
         into_adds = [a for a in arrows_of(fig) if a.xy[0] < a.xyann[0] and a.xy[1] == a.xyann[1]]
-        assert sorted(a.xy[1] for a in into_adds) == pytest.approx(sorted(y - 0.08 for y in adds))
+        assert sorted(a.xy[1] for a in into_adds) == pytest.approx(sorted(adds))
     finally:
         plt.close(fig)
 
@@ -235,8 +235,8 @@ def test_head_reshape_gives_each_head_its_own_columns():
 
 
 def heights_of(fig, text):
-    """The heights of the boxes labelled ``text`` (a box's text sits 0.08 above its centre)."""
-    return sorted(t.get_position()[1] - 0.08 for t in fig.axes[0].texts if t.get_text() == text)
+    """The heights of the boxes labelled ``text`` (a box's text sits at its centre)."""
+    return sorted(t.get_position()[1] for t in fig.axes[0].texts if t.get_text() == text)
 
 
 def residual_paths(fig):

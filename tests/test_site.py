@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import http.server
+import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -59,8 +61,45 @@ def test_site_has_every_page_and_nothing_from_the_network(site: Path) -> None:
         others = [other for other in NOTEBOOKS if other != name]  # its own entry links to "#"
         assert [p for p in dict.fromkeys(sidebar) if p in NOTEBOOKS] == others, name
         assert f"_sources/{name}.ipynb" in html and (site / "_sources" / f"{name}.ipynb").exists()
+        assert "  0%|" not in html, f"{name}: a stored progress bar shows its 0% line"
         assert f"colab.research.google.com/github/{REPOSITORY}/blob/main/notebooks/{name}.ipynb" \
             in html
+
+
+def _site_module():
+    """tools/site.py, loaded by its path (``import site`` is Python's own module)."""
+    spec = importlib.util.spec_from_file_location("course_site", ROOT / "tools" / "site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_stored_progress_bar_renders_as_one_line() -> None:
+    # As COURSE_STORED_OUTPUTS=1 stores tqdm's bar: its 0% and its 100% write, each after "\r"
+    start = "  0%|          | 0/600 [00:00<?, ?it/s]"
+    end = "100%|##########| 600/600 [00:29<00:00, 20.47it/s, loss 0.0038]"
+    outputs = [{"name": "stdout", "output_type": "stream", "text": ["\r", start]},
+               {"name": "stdout", "output_type": "stream", "text": ["\r", end]},
+               {"name": "stdout", "output_type": "stream", "text": ["\n"]},
+               {"name": "stdout", "output_type": "stream", "text": ["loss 0.0038\n"]},
+               {"name": "stderr", "output_type": "stream", "text": ["a\r\nb\n"]},
+               {"output_type": "display_data", "data": {"text/plain": ["x"]}, "metadata": {}},
+               {"name": "stdout", "output_type": "stream", "text": ["12345\rab\n"]}]
+    merged = _site_module().merge_streams(outputs)
+    assert [o.get("name") for o in merged] == ["stdout", "stderr", None, "stdout"]
+    assert merged[0]["text"] == f"{end}\nloss 0.0038\n"  # one line: the 100% write
+    assert merged[1]["text"] == "a\nb\n"  # "\r\n" is a line end
+    assert merged[2] == outputs[5]
+    assert merged[3]["text"] == "ab345\n"  # a shorter write leaves the rest, as in a terminal
+    assert outputs[0]["text"] == ["\r", start]  # the notebook itself is not changed
+
+
+def test_every_stored_stream_renders_without_carriage_returns() -> None:
+    merge = _site_module().merge_streams
+    for path in notebook_paths():
+        for cell in json.loads(path.read_text())["cells"]:
+            for output in merge(cell.get("outputs", [])):
+                assert "\r" not in "".join(output.get("text", "")), path.name
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):

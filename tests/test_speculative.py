@@ -149,8 +149,10 @@ def test_expected_tokens_per_pass_limits() -> None:
     assert sampling.expected_tokens_per_pass(0.999999, 4) == pytest.approx(5.0, rel=1e-5)
     with pytest.raises(ValueError, match="alpha"):
         sampling.expected_tokens_per_pass(1.5, 4)
+    assert sampling.expected_tokens_per_pass(0.5, 0) == 1.0  # no proposals: plain decoding
+    assert sampling.expected_tokens_per_pass(1, 0) == 1.0
     with pytest.raises(ValueError, match="gamma"):
-        sampling.expected_tokens_per_pass(0.5, 0)
+        sampling.expected_tokens_per_pass(0.5, -1)
 
 
 def test_the_acceptance_rate_counts_only_the_proposals_the_target_tested():

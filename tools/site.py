@@ -3,7 +3,8 @@
 Nothing is executed and nothing is fetched: the pages render what the tests verified, with MathJax
 (from the npm registry, `site/package.json`) and the theme's fonts and scripts served from the site
 folder. The sources are staged in ``build/site-src`` (the README becomes the landing page, links
-to files that are not pages point at the repository, the Colab badge image is served locally) and
+to files that are not pages point at the repository, the Colab badge image is served locally,
+stream outputs are merged and their carriage returns applied, as JupyterLab shows them) and
 rendered by Sphinx with MyST-NB into ``build/site`` (``site/conf.py``).
 
     python tools/site.py [--out build/site]
@@ -50,6 +51,36 @@ def rewrite_links(text: str, pages: set[str], prefix: str) -> str:
     return LINK.sub(one, text.replace(BADGE_URL, BADGE))
 
 
+def _overwrite(line: str) -> str:
+    """One line as a terminal shows it: each carriage return starts writing again at column 0,
+    over what is there (a shorter write leaves the rest of the longer one)."""
+    shown = ""
+    for part in line.split("\r"):
+        shown = part + shown[len(part):]
+    return shown
+
+
+def merge_streams(outputs: list[dict]) -> list[dict]:
+    """Stored outputs with each run of stream outputs to the same stream merged into one, and
+    carriage returns applied as JupyterLab applies them: a progress bar stored as its 0% and 100%
+    writes, each after a ``\r``, renders as the one line a learner saw, not as two lines (a
+    browser shows a ``\r`` inside ``<pre>`` as a line break)."""
+    merged: list[dict] = []
+    for output in outputs:
+        if (output.get("output_type") == "stream" and merged
+                and merged[-1].get("output_type") == "stream"
+                and merged[-1].get("name") == output.get("name")):
+            merged[-1] = {**merged[-1], "text": "".join(merged[-1]["text"]) + "".join(
+                output["text"])}
+        else:
+            merged.append(dict(output))
+    for output in merged:
+        if output.get("output_type") == "stream":
+            text = "".join(output["text"]).replace("\r\n", "\n")
+            output["text"] = "\n".join(_overwrite(line) for line in text.split("\n"))
+    return merged
+
+
 def landing_page(pages: list[str]) -> str:
     """The README, with a hidden table of contents that gives the site its sidebar."""
     readme = (ROOT / "README.md").read_text()
@@ -78,6 +109,8 @@ def stage(src: Path) -> None:
             if cell["cell_type"] == "markdown":
                 source = "".join(cell["source"])
                 cell["source"] = rewrite_links(source, set(pages), "notebooks")
+            elif cell["cell_type"] == "code":
+                cell["outputs"] = merge_streams(cell.get("outputs", []))
         (src / path.name).write_text(json.dumps(nb, ensure_ascii=False))
     (src / "index.md").write_text(landing_page(pages))
 

@@ -47,7 +47,9 @@ def check_projection_to_score_ratio(answer, *, show_answer: bool = False) -> Che
     mistakes = {1 / _RATIO: "that is the ratio upside down: scores over projections",
                 _RATIO * 12: "that compares the projections with the scores of one head only",
                 _RATIO / 4: "that counts one projection; a layer has four (Q, K, V and output)",
-                _RATIO / 2: "that adds the weights times V (left out here) or drops a 2 of 2 m n k"}
+                _RATIO / 2: "that adds the weights times V (left out here) or drops a 2 of 2 m n k",
+                _RATIO / 12: "that projects to one head's d_k = 64 columns; each projection maps "
+                             "d_model to d_model = h d_k, all the heads at once"}
     return check_number(
         answer, _RATIO, name="projection_to_score_ratio", mistakes=mistakes,
         label="projection FLOPs / score FLOPs, GPT-2 small, N = 1024",

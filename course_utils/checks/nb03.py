@@ -18,10 +18,13 @@ def check_error_after_ten_steps(answer, *, show_answer: bool = False) -> CheckRe
                 0.2**10: f"that uses 2 / 10, not squared: {second}; and the error shrinks by "
                          "its square", 0.64: "that is one step; ten steps multiply ten factors",
                 6.4: "ten steps multiply the factors, they do not add them", 8.0: "ten steps "
-                "multiply the factors, they do not add them"}
+                "multiply the factors, they do not add them",
+                0.64**-10: "that is the number the error is divided by (its reciprocal): the "
+                           "question asks for the number it is multiplied by, below 1 when it "
+                           "shrinks"}
     return check_number(
         answer, 0.64**10, name="error_after_ten_steps", mistakes=mistakes,
-        label="error factor over 10 steps, eigenvalues 10, 2 and -8",
+        label="the number the error is multiplied by over 10 steps, eigenvalues 10, 2 and -8",
         hint="order the eigenvalues by magnitude, then apply section 3's factor once per step",
         explanation="The eigenvalues by magnitude are 10, |-8| = 8 and 2, so |lambda_2 / "
         "lambda_1| = 0.8 (the sign does not matter: it is squared). Each step multiplies the "
@@ -34,11 +37,17 @@ def _symmetric(eigenvalues: list[float], seed: int) -> np.ndarray:
     return (q * np.array(eigenvalues)) @ q.T
 
 
-def _ones_start(a, num_iters, rng):  # section 3's dominant_eigenvalue: the bug to fix
-    x = np.ones(len(a))
-    for _ in range(num_iters):
-        x = a @ x / np.linalg.norm(a @ x)
-    return float(x @ a @ x)
+def _fixed_start(start):
+    def power(a, num_iters, rng):  # power iteration from one fixed start, whatever the matrix
+        x = start(len(a))
+        for _ in range(num_iters):
+            x = a @ x / np.linalg.norm(a @ x)
+        return float(x @ a @ x)
+    return power
+
+
+_ONES, _AXIS = _fixed_start(np.ones), _fixed_start(lambda n: np.eye(n)[0])
+_RANGE = _fixed_start(lambda n: np.arange(1.0, n + 1))
 
 
 @exercise("debug")
@@ -55,15 +64,16 @@ def check_power_iteration(func: Callable) -> CheckResult:
              case([[2, 1], [1, 2]], 3.0, "[[2, 1], [1, 2]]: 3", seed=2),
              case(np.diag([-4, 1, 2]), -4.0, "diag(-4, 1, 2): -4, sign kept", seed=3),
              case(_symmetric([6, 2.5, -1.5, 1, 0.5], 0), 6.0, "a 5x5 symmetric matrix: 6", seed=4),
-             case([[1, -2], [-2, 1]], 3.0, "[[1, -2], [-2, 1]]: 3 (from np.ones, an eigenvector "
-                  "of -1, you would get -1)", seed=5),
-             case(np.diag([1, 3]), 3.0, "diag(1, 3): 3 (from [1, 0], an eigenvector of 1, you "
-                  "would get 1)", seed=6),
-             case([[2.96, -0.08], [-0.08, 2.84]], 3.0, "eigenvalues 3 and 2.8: 3 (from [1, 2], "
-                  "an eigenvector of 2.8, you would get 2.8)", seed=7),
+             case([[1, -2], [-2, 1]], 3.0, "[[1, -2], [-2, 1]]: 3", seed=5),
+             case(np.diag([1, 3]), 3.0, "diag(1, 3): 3", seed=6),
+             case([[2.96, -0.08], [-0.08, 2.84]], 3.0, "eigenvalues 3 and 2.8: 3", seed=7),
              Case((np.ones((2, 3)), 10, np.random.default_rng(8)), "a (2, 3) matrix is not "
                   "square", raises=ValueError)]
-    mistakes = {"still the bug: it starts from np.ones, section 3's fixed start": _ones_start,
+    fixed = ("is an eigenvector of this matrix's other eigenvalue, so c_1 = 0 and v_1 never "
+             "appears; any fixed start fails on some matrix")
+    mistakes = {f"still the bug: it starts from np.ones, which {fixed}": _ONES,
+                f"it starts from the fixed [1, 0, ...], which {fixed}": _AXIS,
+                f"it starts from the fixed [1, 2, ...], which {fixed}": _RANGE,
                 "it returns the length of A x, which loses the sign":
                 lambda a, n, rng: float(np.abs(np.linalg.eigvals(a)).max())}
     return check_function(func, cases=cases, name="power_iteration", mistakes=mistakes,

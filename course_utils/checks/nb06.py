@@ -61,47 +61,67 @@ def check_label_smoothed_loss(func: Callable) -> CheckResult:
         "it is the loss without smoothing": partial(_smooth, weight=1.0, spread=None),
         "it weights -log q_c by 1 instead of 1 - alpha": partial(_smooth, weight=1.0),
         "it takes the sum of -log q_j, not their mean": partial(_smooth, spread="sum"),
-        "it spreads alpha over the C - 1 wrong classes only": partial(_smooth, spread="others"),
+        "it spreads alpha over the C - 1 wrong classes only: some code does, but the exercise's "
+        "p gives alpha / C to every class": partial(_smooth, spread="others"),
         "it sums over the rows: return their mean": partial(_smooth, reduce=np.sum),
         "it logs probabilities rounded to 0": partial(_smooth, rounded=True)}, shortcuts=_LOSSES)
 
 
-def _masked(z, c, ignore, *, compared_with=None, over_all=False, summed=False, rounded=False):
-    kept = c != (ignore if compared_with is None else compared_with)  # the keywords: mistakes
-    losses = -_log_q(z, rounded)[kept, c[kept]]
-    return float(losses.sum() / (1 if summed else c.size if over_all else kept.sum()))
+def _sentences(z, c, ignore, *, compared_with=None, over_all=False, summed=False,
+               rounded=False, batch=False):
+    """One mean loss per sentence: -log softmax(z)[c] averaged over that sentence's real
+    targets (c != ignore); with a keyword, a known mistake."""
+    kept = c != (ignore if compared_with is None else compared_with)
+    log_q = _log_q(z, rounded)
+    ids = np.where(kept, c, 0)  # any valid id at the ignored positions
+    picked = np.take_along_axis(log_q, ids[..., None], axis=-1)[..., 0]
+    sums = -np.where(kept, picked, 0.0).sum(axis=-1)
+    if batch:  # the batch's one mean, repeated for every sentence
+        return np.full(len(c), sums.sum() / kept.sum())
+    return sums / (1 if summed else c.shape[-1] if over_all else kept.sum(axis=-1))
 
 
 @exercise("debug")
-def check_masked_mean_nll(func: Callable) -> CheckResult:
-    """``func(z, c, ignore_index)``: the mean of -log softmax(z)[c] where c != ignore_index."""
+def check_sentence_losses(func: Callable) -> CheckResult:
+    """``func(z, c, ignore_index)`` for (B, N, V) logits and (B, N) targets: for each sentence,
+    the mean of -log softmax(z)[c] over its positions where c != ignore_index, shape (B,)."""
     rng = np.random.default_rng(62)
     logits, targets = rng.normal(size=(2, 6, 5)), rng.integers(1, 5, size=(2, 6))
     padded = np.where((np.arange(2)[:, None] == 0) & (np.arange(6) >= 4), -100, targets)
     more = (np.concatenate([logits, rng.normal(size=(2, 3, 5))], axis=1),
             np.concatenate([padded, np.full((2, 3), -100)], axis=1), -100)
     pad0 = np.where(padded == -100, 0, padded)
+    three = rng.normal(size=(3, 4, 7)), np.array([[3, 1, -100, -100], [2, 6, 5, 4],
+                                                  [6, -100, -100, -100]])
     cases = [Case((logits, targets, -100), "no padding: every position counts"),
-             Case((logits, padded, -100), "sentence 1 padded after 4 tokens: 10 real targets"),
-             Case(more, "the same batch with 3 more padding positions: the loss must not change"),
+             Case((logits, padded, -100), "sentence 1 padded after 4 tokens, sentence 2 not"),
+             Case(more, "the same batch with 3 more padding positions: no loss may change"),
              Case((logits, pad0, 0), "<pad> has the id 0 and ignore_index=0"),
-             Case((logits[0], pad0[0], 0), "one sentence, (N, V) = (6, 5) logits"),
+             Case((*three, -100), "3 sentences of 2, 4 and 1 real tokens, V = 7"),
              Case((np.array([[[0.0, -800.0], [0.0, 0.0]]]), np.array([[1, -100]]), -100),
                   "a target logit 800 below the other: probability e^-800, 0 in float64; loss 800")]
     return check_function(func, cases=cases, rtol=1e-9, shortcuts=_LOSSES, mistakes={
-        "still the bug: the given function's number (-100 for ignore_index, every position)":
-            partial(_masked, compared_with=-100, over_all=True),
-        "it divides by every position, padding included": partial(_masked, over_all=True),
-        "it returns the sum over the real targets, not their mean": partial(_masked, summed=True),
-        "it compares with -100, not ignore_index": partial(_masked, compared_with=-100),
-        "it logs a probability that rounded to 0": partial(_masked, rounded=True)},
-        reference=lambda z, c, i: float(cross_entropy_from_logits(z, c, i)))
+        # each case shows one of the given function's two bugs, named alone (fixed or not)
+        "it divides each sentence's sum by N, the positions of the whole batch, padding included: "
+        "divide by that sentence's own number of real targets":
+            partial(_sentences, over_all=True),
+        "it compares with -100, not ignore_index: with <pad> = 0 the pads count as targets":
+            partial(_sentences, compared_with=-100),
+        "still the bug: the given function's numbers":
+            partial(_sentences, compared_with=-100, over_all=True),
+        "it returns each sentence's sum, not its mean": partial(_sentences, summed=True),
+        "it is the batch's one mean loss (section 9), repeated: each sentence needs its own":
+            partial(_sentences, batch=True),
+        "it logs a probability that rounded to 0": partial(_sentences, rounded=True)},
+        reference=lambda z, c, i: np.array([cross_entropy_from_logits(z[b], c[b], i)
+                                            for b in range(len(c))]))
 
 
-def _kl(teacher, student, *, rounded=False):  # rounded: from logs of probabilities
-    with np.errstate(all="ignore"):
+def _kl(teacher, student, *, rounded=False, guard=True, reduce=np.sum):
+    with np.errstate(all="ignore"):  # rounded: from logs of probabilities; the rest: mistakes
         log_p, log_q = _log_q(teacher, rounded), _log_q(student, rounded)
-        return np.where(log_p > -np.inf, np.exp(log_p) * (log_p - log_q), 0.0).sum(axis=-1)
+        terms = np.exp(log_p) * (log_p - log_q)
+        return reduce(np.where(log_p > -np.inf, terms, 0.0) if guard else terms, axis=-1)
 
 
 @exercise("extend")
@@ -116,5 +136,8 @@ def check_kl_from_logits(func: Callable) -> CheckResult:
                   "a teacher's -inf (p_i = 0) adds 0, not nan; a student's where p_i > 0: inf")]
     return check_function(func, cases=cases, reference=_kl, rtol=1e-9, atol=1e-12, mistakes={
         "it computes KL(student || teacher): KL is not symmetric": lambda t, s: _kl(s, t),
-        "it logs probabilities that rounded to 0": partial(_kl, rounded=True)},
+        "it logs probabilities that rounded to 0": partial(_kl, rounded=True),
+        "a teacher's -inf makes p_i = 0 and log p_i = -inf, and 0 · (-inf) is nan: those terms "
+        "are 0, so leave them out": partial(_kl, guard=False),
+        "it averages the terms of a row: KL is their sum": partial(_kl, reduce=np.mean)},
         shortcuts=("kl_div", "KLDivLoss", "kl_divergence", "rel_entr", "entropy", *_LOSSES))

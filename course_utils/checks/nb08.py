@@ -58,7 +58,11 @@ _GRAPHS: dict[str, tuple[tuple[float, ...], Callable[..., Value]]] = {  # leaves
     "x added 30 times, then squared: 30 contributions to x":
         ((0.7,), lambda x: reduce(lambda total, _: total + x, range(29), x) ** 2),
     "50 nested tanh layers with x added at each: deep and reused":
-        ((0.4,), lambda x: reduce(lambda out, _: (out * 1.1).tanh() + 0.01 * x, range(50), x))}
+        ((0.4,), lambda x: reduce(lambda out, _: (out * 1.1).tanh() + 0.01 * x, range(50), x)),
+    "h*h + h with h = tanh(a) at a = 0.5: the node h has two users, and must hear from both":
+        ((0.5,), lambda a: (lambda h: h * h + h)(a.tanh())),
+    "u*u + u with u = t*t, t = tanh(x*y): a reused node above another reused node":
+        ((0.8, -0.6), lambda x, y: (lambda u: u * u + u)((lambda t: t * t)((x * y).tanh())))}
 
 
 def _grads(backward: Callable[[Value], None], label: str, again: bool = False) -> np.ndarray:
@@ -69,6 +73,18 @@ def _grads(backward: Callable[[Value], None], label: str, again: bool = False) -
         root.backward()  # the grads of an earlier pass stay in the nodes
     backward(root)
     return np.array([leaf.grad for leaf in leaves])
+
+
+def _send(root: Value) -> None:
+    """The given function: each node hands its grad on at once, and again at every visit."""
+    root.grad = 1.0
+
+    def send(node: Value) -> None:
+        for parent, local in zip(node.parents, node.local_grads, strict=True):
+            parent.grad += local * node.grad
+            send(parent)
+
+    send(root)
 
 
 def _backward(root: Value, seed=1.0, forwards=False, assign=False) -> None:
@@ -84,18 +100,22 @@ def _backward(root: Value, seed=1.0, forwards=False, assign=False) -> None:
 @exercise("debug")
 def check_backward(func: Callable[[Value], None]) -> CheckResult:
     """``func(root)``: every node's grad d root / d node, adding up the contributions of a value
-    used several times (``+=``), whatever the grads held before."""
+    used several times (``+=``), each node passing its grad on once, after all of its users (a
+    reverse topological order), whatever the grads held before."""
     again = "x*y + x*x*y + exp(x/y) again, its grads still holding an earlier pass's: start from 0"
     cases = [Case((g,), g) for g in _GRAPHS] + [Case((list(_GRAPHS)[2], True), again)]
-    mistakes = {
-        "still the bug: parent.grad = ... keeps only the last contribution; add them up":
+    mistakes = {  # the first that gives the same numbers names the answer's mistake
+        "it adds to the grads an earlier pass left (as root.backward() does): set them to 0 first":
+            partial(_grads, Value.backward),
+        "still the bug: a node hands its grad on before all of its users have added theirs, and "
+        "hands it on again at each later visit: walk the nodes once each, in reverse "
+        "topological order": partial(_grads, _send),
+        "parent.grad = ... keeps only the last contribution; add them up":
             partial(_grads, partial(_backward, assign=True)),
         "every leaf gradient is 0: the root's grad was not 1 when the walk began, or the walk "
         "began at the start of topological_order": partial(_grads, partial(_backward, seed=0)),
         "a walk from the start of topological_order: a node passes its grad on before its users "
-        "have added theirs; walk from the end": partial(_grads, partial(_backward, forwards=True)),
-        "it adds to the grads an earlier pass left (as root.backward() does): set them to 0 first":
-            partial(_grads, Value.backward)}
+        "have added theirs; walk from the end": partial(_grads, partial(_backward, forwards=True))}
     return check_function(partial(_grads, func), cases=cases, mistakes=mistakes, rtol=1e-9,
                           reference=partial(_grads, _backward), name="backward", atol=1e-12,
                           code=func, shortcuts=("backward",))

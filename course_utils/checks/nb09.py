@@ -22,11 +22,15 @@ def _omega(d_model: int, exponent: int = 2) -> np.ndarray:
     return 10000.0 ** (-exponent * np.arange(d_model // 2) / d_model)
 
 
-def _table(n_positions: int, d_model: int, exponent: int = 2, layout: str = "") -> np.ndarray:
-    angles = np.outer(np.arange(n_positions), _omega(d_model, exponent))
+def _table(n_positions: int, d_model: int, exponent: int = 2, layout: str = "",
+           start: int = 0) -> np.ndarray:
+    angles = np.outer(np.arange(start, start + n_positions), _omega(d_model, exponent))
     first, second = (np.sin(angles), np.cos(angles))[::-1 if layout == "swapped" else 1]
     if layout == "concatenated":
         return np.concatenate([first, second], axis=1)
+    if layout == "column exponent":  # each column's own index in the exponent, 2i + 1 for cos
+        columns = 10000.0 ** (-np.arange(d_model) / d_model)
+        second = np.cos(np.outer(np.arange(n_positions), columns[1::2]))
     return np.stack([first, second], axis=-1).reshape(n_positions, d_model)
 
 
@@ -37,7 +41,9 @@ def check_sinusoidal_encoding(func: Callable) -> CheckResult:
     cases = [Case(args, label) for args, label in [
         ((3, 2), "d_model = 2: [sin(pos), cos(pos)]"), ((1, 8), "position 0 is [0, 1, 0, 1, ...]"),
         ((10, 4), "10 positions, d_model = 4"), ((1000, 16), "1000 positions, d_model = 16")]]
-    cases.append(Case((4, 5), "odd d_model", raises=ValueError))
+    cases += [Case((4, 5), "odd d_model", raises=ValueError),
+              Case((0, 5), "0 positions and an odd d_model: a reshape of an empty table raises "
+                           "nothing, so the ValueError must be your own check", raises=ValueError)]
     mistakes = {
         "sines in the first half and cosines in the second: the table interleaves them, a sine "
         "in each even column and a cosine in the odd one after it":
@@ -45,7 +51,12 @@ def check_sinusoidal_encoding(func: Callable) -> CheckResult:
         "sin and cos swapped: the sines go to the even columns 0, 2, ...":
             lambda n, d: _table(n, d, layout="swapped"),
         "the frequencies are 10000^(-i/d_model): the exponent is 2i/d_model, i counting pairs":
-            lambda n, d: _table(n, d, exponent=1)}
+            lambda n, d: _table(n, d, exponent=1),
+        "the cosine columns use their own index 2i + 1 in the exponent: both columns of pair i "
+        "share one frequency, 10000^(-2i/d_model)": lambda n, d: _table(n, d, layout="column "
+                                                                         "exponent"),
+        "the positions start at 1: the first row is position 0, [0, 1, 0, 1, ...]":
+            lambda n, d: _table(n, d, start=1)}
     return check_function(func, cases=cases, reference=positional.sinusoidal_encoding,
                           name="sinusoidal_encoding", rtol=1e-9, atol=1e-12, rule=_NO_LOOP,
                           mistakes=mistakes)
@@ -80,7 +91,12 @@ def check_pe_dot(func: Callable) -> CheckResult:
                 "the frequencies are 10000^(-i/d_model): ω_i = 10000^(-2i/d_model), i counting "
                 "pairs": lambda k, d: _pe_dot(k, d, exponent=1),
                 "it reads k as a whole offset, as a table of positions does: the formula holds "
-                "at any real k": lambda k, d: _pe_dot(np.trunc(k), d)}
+                "at any real k": lambda k, d: _pe_dot(np.trunc(k), d),
+                "it sums a cosine for each of the d_model columns, 10000^(-j/d_model): there are "
+                "d_model / 2 pairs, one frequency 10000^(-2i/d_model) each":
+                    lambda k, d: _pe_dot(k, 2 * d, exponent=2),
+                "it averages the cosines: the dot product is their sum over the d_model / 2 "
+                "pairs": lambda k, d: _pe_dot(k, d) / (d // 2)}
     return check_function(func, cases=cases, reference=_pe_dot, name="pe_dot", rtol=1e-9,
                           atol=1e-9, mistakes=mistakes,
                           shortcuts=("sinusoidal_encoding", "relative_position_matrix"))
@@ -112,7 +128,10 @@ _INPUT_MISTAKES = {
     math.sqrt(_D): "the length of the scaled embedding alone; PE(1000) is part of the row too, "
     "and it adds to the squared length",
     1 + math.sqrt(_D / 2): "1 + 16: the embedding without its sqrt(d_model) factor, and the "
-    "lengths added rather than the squared lengths"}
+    "lengths added rather than the squared lengths",
+    _D + _D / 2: "768 is the squared length ||a + b||²: the length is its square root",
+    math.sqrt(2 * _D): "it takes ||PE(1000)||² = 512: each of the 256 pairs of columns adds "
+    "sin² + cos² = 1, so ||PE(1000)||² = 256"}
 
 
 @exercise("predict")

@@ -38,13 +38,15 @@ _SHORTCUTS = ("softmax_attention", "causal_mask", "token_mask", "scaled_dot_prod
 _BUG = "masked_fill(~future, ...) hides the past and keeps the future keys"
 
 
-def _attend(q, k, v, visible=None, shift=0, future=False, zero_empty=True, top_left=False):
+def _attend(q, k, v, visible=None, shift=0, future=False, zero_empty=True, top_left=False,
+            scaled=True):
     """``(softmax(q kᵀ / √d_k) v, weights)``, the keys where ``visible`` is False hidden; by
     default key j is visible to query i when ``j <= i + N_k - N_q + shift`` (causal)."""
     n_q, n_k = q.shape[-2], k.shape[-2]
     if visible is None:
         visible = torch.ones(n_q, n_k).bool().tril(shift + (0 if top_left else n_k - n_q)) ^ future
-    weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~visible, -math.inf)
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scaled else 1.0)
+    weights = scores.masked_fill(~visible, -math.inf)
     weights = torch.softmax(weights, -1).nan_to_num(0.0) if zero_empty else weights.softmax(-1)
     return weights @ v, weights
 
@@ -69,6 +71,7 @@ def check_causal_attention(func: Callable) -> CheckResult:
         "into the future": partial(_attend, shift=1),
         "the mask is aligned top-left: the N_q queries are the last N_q positions, so query i "
         "sees keys 0 .. i + N_k - N_q": partial(_attend, top_left=True),
+        "the mask is right, but the scores are not divided by √d_k": partial(_attend, scaled=False),
     }
     return _check(func, [
         ((), 4, 4, 20, "4 tokens: query i sees keys 0..i"),
@@ -78,10 +81,11 @@ def check_causal_attention(func: Callable) -> CheckResult:
                   reference=_attend, name="causal_attention", mistakes=mistakes)
 
 
-def _padded(q, k, v, lengths, axis=-2):
-    """Query i of sentence b sees key j when j <= i and j < lengths[b] (axis -1: a mistake)."""
+def _padded(q, k, v, lengths, axis=-2, last=0):
+    """Query i of sentence b sees key j when j <= i and j < lengths[b] + last (axis -1 or
+    last = 1: a mistake)."""
     n = q.shape[-2]
-    real = (torch.arange(n) < torch.tensor(lengths)[:, None]).unsqueeze(axis)
+    real = (torch.arange(n) < torch.tensor(lengths)[:, None] + last).unsqueeze(axis)
     return _attend(q, k, v, real & torch.ones(n, n).bool().tril())
 
 
@@ -91,7 +95,9 @@ def check_padded_causal_attention(func: Callable) -> CheckResult:
     visible to query i of sentence b when j <= i and j < lengths[b]; no key seen: zeros."""
     mistakes = {"the rows of padded queries are all 0: the padding mask is about keys (the last "
                 "axis), and a padded query still sees the real keys before it":
-                partial(_padded, axis=-1)}
+                partial(_padded, axis=-1),
+                "the padding mask keeps one key too many: key j is real when j < lengths[b] "
+                "(a sentence of length 2 has keys 0 and 1)": partial(_padded, last=1)}
     return _check(func, [
         ((2,), 4, 4, 40, "two full sentences: the causal mask alone", [4, 4]),
         ((2,), 4, 4, 43, "sentence 1 has 2 real tokens: keys 2 and 3 are padding", [4, 2]),

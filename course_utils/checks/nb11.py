@@ -10,15 +10,20 @@ import torch
 from course_utils.checks import Case, CheckResult, check_function, check_number, exercise, randn
 
 
-def _mha(x, w_q, w_k, w_v, w_o, n_heads, split=True, by_d_model=False, dim=-1, merge=True):
+def _mha(x, w_q, w_k, w_v, w_o, n_heads, split=True, by_d_model=False, dim=-1, merge=True,
+         out="W", transposed=False):
     """``concat(head_1, …, head_h) W^O``, ``head_i = softmax(Q_i K_iᵀ / √d_k) V_i``; or a mistake:
-    a plain reshape to split or to merge the heads, √d_model, the softmax over queries (dim -2)."""
+    a plain reshape to split or to merge the heads, √d_model, the softmax over queries (dim -2),
+    W^O transposed or left out (``out``), all four matrices used transposed."""
+    if transposed:
+        w_q, w_k, w_v, w_o = w_q.T, w_k.T, w_v.T, w_o.T
     (b, n, d_model), d_k = x.shape, x.shape[-1] // n_heads
     q, k, v = (t.reshape(b, n, n_heads, d_k).transpose(1, 2) if split else
                t.reshape(b, n_heads, n, d_k) for t in (x @ w_q, x @ w_k, x @ w_v))
     scale = (d_model if by_d_model else d_k) ** 0.5
     z = torch.softmax(q @ k.transpose(-2, -1) / scale, dim) @ v
-    return (z.transpose(1, 2) if merge else z).reshape(b, n, d_model) @ w_o
+    z = (z.transpose(1, 2) if merge else z).reshape(b, n, d_model)
+    return {"W": z @ w_o, "Wᵀ": z @ w_o.T, "none": z}[out]
 
 
 def compare_with_heads_loop(func: Callable, heads: tuple[int, ...] = (1, 2)) -> None:
@@ -53,6 +58,12 @@ def check_multi_head_attention(func: Callable) -> CheckResult:
         "back to (B, N, h, d_k): rows mix tokens": partial(_mha, merge=False),
         "the softmax runs over the queries: it must run along each row of Q Kᵀ, over the keys":
             partial(_mha, dim=-2),
+        "the merged heads are multiplied by W^O transposed: the course computes x W, so it is "
+        "merged @ w_o": partial(_mha, out="Wᵀ"),
+        "W^O is missing: the merged heads must still be multiplied by w_o": partial(_mha,
+                                                                                   out="none"),
+        "all four matrices are used transposed (x @ w.T, as nn.Linear stores them); here the "
+        "layer computes x @ w": partial(_mha, transposed=True),
     }
     return check_function(func, cases=cases, reference=_mha, name="multi_head_attention",
                           rtol=1e-9, atol=1e-12, mistakes=mistakes, shortcuts=_SHORTCUTS)
@@ -78,10 +89,12 @@ def check_heads_match_projections(answer: object, *, show_answer: bool = False) 
                         mistakes=mistakes, explanation=explanation, show_answer=show_answer)
 
 
-def _parameters(d_model, n_heads, d_head, bias=True, qkv_bias=0, out_bias=0) -> int:
-    """4·d·h·d_head weights, biases of h·d_head (W^Q, W^K, W^V) and d (W^O), or as given."""
+def _parameters(d_model, n_heads, d_head, bias=True, qkv_bias=0, out_bias=0, out_rows=0) -> int:
+    """4·d·h·d_head weights, biases of h·d_head (W^Q, W^K, W^V) and d (W^O), or as given;
+    ``out_rows``: the rows of W^O, h·d_head unless given."""
     width = n_heads * d_head
-    return 4 * d_model * width + bias * (3 * (qkv_bias or width) + (out_bias or d_model))
+    return (3 * d_model * width + (out_rows or width) * d_model
+            + bias * (3 * (qkv_bias or width) + (out_bias or d_model)))
 
 
 @exercise("extend")
@@ -93,7 +106,17 @@ def check_attention_parameters(func: Callable) -> CheckResult:
              (768, 4, 32, True, "h·d_head = 128 < d_model = 768"),
              (768, 4, 32, False, "the same without biases"), (6, 1, 1, True, "one head of width 1")]
     cases = [Case(c[:3], c[4], kwargs={} if c[3] else {"bias": False}) for c in table]
-    mistakes = {"the weights are right, but " + why: mistake for why, mistake in {
+    mistakes = {
+        "that is section 5's 4·d_model² + 4·d_model, which holds only when h·d_head = d_model: "
+        "here each matrix has h·d_head columns (or rows)":
+            lambda d, h, w, bias=True: 4 * d * d + (4 * d if bias else 0),
+        "W^O was counted as one head's (d_head, d_model) matrix: it takes all h heads side by "
+        "side, h·d_head rows": lambda d, h, w, bias=True: _parameters(d, h, w, bias, out_rows=w),
+        "W^O was counted as (d_model, d_model): it takes the h·d_head features of the heads "
+        "side by side": lambda d, h, w, bias=True: _parameters(d, h, w, bias, out_rows=d),
+        "that counts one head: the h heads sit side by side, h·d_head columns in all":
+            lambda d, h, w, bias=True: _parameters(d, 1, w, bias)}
+    mistakes |= {"the weights are right, but " + why: mistake for why, mistake in {
         "W^O's bias was counted with h·d_head entries: W^O outputs d_model features":
             lambda d, h, w, bias=True: _parameters(d, h, w, bias, out_bias=h * w),
         "the biases of W^Q, W^K and W^V were counted with d_model entries each: each is as long "

@@ -19,37 +19,57 @@ def _norm(x, gamma, beta, eps=1e-5, *, dims=(-1,), correction=0, eps_at="in"):
     return gamma * (x - mu) / root + beta
 
 
-_LIBRARY_NORMS = ("layer_norm", "LayerNorm", "native_layer_norm", "group_norm", "GroupNorm",
-                  "instance_norm", "batch_norm", "rms_norm", "RMSNorm")
-_PER_TOKEN = "; LayerNorm takes one μ and one σ² per token, over its d_model features (dim=-1)"
-_LN_MISTAKES: dict[str, Callable] = {
-    "ε is missing: the formula divides by √(σ² + ε), not by σ": partial(_norm, eps_at="none"),
-    "ε is outside the square root: √(σ² + ε), not √σ² + ε": partial(_norm, eps_at="out"),
-    "the variance divides by d_model - 1 (torch.var's default); LayerNorm's divides by d_model "
-    "(correction=0, section 4's Convention box)": partial(_norm, correction=1),
-    "μ and σ² are taken over the whole tensor" + _PER_TOKEN: partial(_norm, dims=None),
-    "μ and σ² are taken over dim 0, across the batch" + _PER_TOKEN: partial(_norm, dims=(0,)),
-    "μ and σ² are taken over the last two dims" + _PER_TOKEN: partial(_norm, dims=(-2, -1)),
-    "γ and β are ignored: the output is γ x̂ + β": lambda x, g, b, eps=1e-5: _norm(x, 1, 0, eps),
-    "it ignores the eps argument (ε is always 1e-5)": lambda x, g, b, eps=1e-5: _norm(x, g, b)}
+_LIBRARY_NORMS = ("batch_norm", "BatchNorm1d", "native_batch_norm", "layer_norm", "LayerNorm",
+                  "native_layer_norm", "group_norm", "GroupNorm",
+                  "instance_norm", "rms_norm", "RMSNorm")
+_PER_FEATURE = ("; BatchNorm takes one μ and one σ² per feature, over all B·N tokens of the batch "
+                "(dims 0 and 1)")
+_BN_MISTAKES: dict[str, Callable] = {
+    "that is LayerNorm: μ and σ² over each token's own features (dim -1)" + _PER_FEATURE:
+        partial(_norm, dims=(-1,)),
+    "μ and σ² are taken over the batch only (dim 0), one pair per position and feature"
+    + _PER_FEATURE: partial(_norm, dims=(0,)),
+    "μ and σ² are taken over each sentence's positions only (dim 1)" + _PER_FEATURE:
+        partial(_norm, dims=(1,)),
+    "μ and σ² are taken over the whole tensor, one pair for all features" + _PER_FEATURE:
+        partial(_norm, dims=None),
+    "the variance divides by B·N - 1 (torch.var's default); BatchNorm normalizes with the one "
+    "that divides by B·N (correction=0)": partial(_norm, dims=(0, 1), correction=1),
+    "ε is outside the square root: √(σ² + ε), not √σ² + ε": partial(_norm, dims=(0, 1),
+                                                                   eps_at="out"),
+    "ε is missing: the formula divides by √(σ² + ε), not by σ": partial(_norm, dims=(0, 1),
+                                                                       eps_at="none"),
+    "γ and β are ignored: the output is γ x̂ + β":
+        lambda x, g, b, eps=1e-5: _norm(x, 1, 0, eps, dims=(0, 1)),
+    "it ignores the eps argument (ε is always 1e-5)":
+        lambda x, g, b, eps=1e-5: _norm(x, g, b, dims=(0, 1)),
+    "that is evaluation mode: a fresh BatchNorm1d in .eval() divides by its running averages "
+    "(0 and 1 at the start), not by the batch's μ and σ²":
+        lambda x, g, b, eps=1e-5: g * x / math.sqrt(1 + eps) + b}
 
 
-@exercise("practice")
-def check_layer_norm(func: Callable) -> CheckResult:
-    """``func(x, gamma, beta, eps=1e-5)``: ``γ (x − μ) / √(σ² + ε) + β`` over the last dimension,
-    with the biased variance σ² (divide by d_model). A library norm passes with a note."""
+@exercise("extend")
+def check_batch_norm(func: Callable) -> CheckResult:
+    """``func(x, gamma, beta, eps=1e-5)`` for x (B, N, d): training-mode BatchNorm, ``γ (x − μ) /
+    √(σ² + ε) + β`` with one μ and one biased σ² per feature, over dims 0 and 1, as
+    ``nn.BatchNorm1d`` on ``x.transpose(1, 2)``. A library norm passes with a note."""
+    sizes = torch.tensor([0.01, 1.0, 100.0], dtype=torch.float64)  # features of unequal sizes
+    constant = randn(2, 3, 4, seed=9)
+    constant[..., 1] = 7.0
     ones, zeros = torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
-    cases = [Case((torch.arange(1.0, 5.0, dtype=torch.float64)[None], ones, zeros),
-                  "[1, 2, 3, 4]: mean 2.5, variance 1.25"),
-             Case((randn(3, 5, 6, seed=4, scale=10.0, shift=-3.0), randn(6, seed=5),
+    cases = [Case((randn(3, 5, 6, seed=4, scale=10.0, shift=-3.0), randn(6, seed=5),
                    randn(6, seed=6)), "a batch (3, 5, 6) with γ and β"),
-             Case((randn(2, 4, seed=8, scale=0.01), ones, zeros),
-                  "a token with tiny features (σ² about 1e-4, so ε counts)"),
-             Case((torch.full((2, 4), 7.0, dtype=torch.float64), ones, zeros + 0.5),
-                  "a constant token: variance 0, output β (ε avoids 0/0)"),
-             Case((randn(4, 4, seed=7), ones, zeros), "eps = 0.1 matters", kwargs={"eps": 0.1})]
-    return check_function(func, cases=cases, reference=_norm, name="layer_norm", rtol=1e-9,
-                          atol=1e-12, mistakes=_LN_MISTAKES, shortcuts=_LIBRARY_NORMS)
+             Case((randn(4, 2, 3, seed=10) * sizes + sizes, torch.ones(3, dtype=torch.float64),
+                   torch.zeros(3, dtype=torch.float64)),
+                  "B = 4, N = 2, three features of sizes 0.01, 1 and 100"),
+             Case((randn(1, 5, 4, seed=11), ones, zeros), "one sentence: its 5 tokens"),
+             Case((constant, ones, zeros + 0.5),
+                  "feature 1 is 7 in every token: variance 0, output β (ε avoids 0/0)"),
+             Case((randn(3, 2, 4, seed=12, scale=0.3), ones, zeros), "eps = 0.1 matters",
+                  kwargs={"eps": 0.1})]
+    return check_function(func, cases=cases, reference=partial(_norm, dims=(0, 1)),
+                          name="batch_norm", rtol=1e-9, atol=1e-12, mistakes=_BN_MISTAKES,
+                          shortcuts=_LIBRARY_NORMS)
 
 
 @exercise("predict")

@@ -17,7 +17,10 @@ def _masks(tgt_mask, src_mask, *, tri="tril", diagonal=0, keys=True, rows=False,
     pad = (tgt_mask[:, None, :] if keys else True) & (tgt_mask[:, :, None] if rows else True)
     self_mask = (getattr(torch.ones(t, t, dtype=torch.bool), tri)(diagonal) & pad).expand(b, t, t)
     cross_mask = (src_mask if src_keys else torch.ones_like(src_mask))[:, None, :].expand(b, t, s)
-    cross_mask = cross_mask & attention.causal_mask(t, s) if causal_cross else cross_mask
+    if causal_cross:  # True: aligned bottom-right (the course's), "top-left": tril of (t, s)
+        causal = (torch.ones(t, s, dtype=torch.bool).tril() if causal_cross == "top-left"
+                  else attention.causal_mask(t, s))
+        cross_mask = cross_mask & causal
     return (~self_mask, ~cross_mask) if invert else (self_mask, cross_mask)
 
 
@@ -31,6 +34,8 @@ _MASK_MISTAKES: dict[str, Callable] = {
     "self_mask lets queries read padded target keys (the last axis)": partial(_masks, keys=False),
     "cross_mask lets target positions read padded source keys": partial(_masks, src_keys=False),
     "cross_mask is causal: every real source token may be read": partial(_masks, causal_cross=True),
+    "cross_mask is causal (a lower triangle): every real source token may be read":
+        partial(_masks, causal_cross="top-left"),
     "both masks are inverted: here True = may attend": partial(_masks, invert=True),
     "still the bug: these are the given function's masks, which let a query read the token it "
     "must predict": partial(_masks, diagonal=1, keys=False, rows=True)}
@@ -50,27 +55,49 @@ def check_decoder_masks(func: Callable) -> CheckResult:
                           names=("self_mask", "cross_mask"), exact_dtype=True, name="decoder_masks")
 
 
+def _width_for_share(share: float = 0.1, *, d2: int = 168, d1: int = 192, vocab: int = 37_000,
+                     embeddings: int = 1, of_layers: bool = False,
+                     d_ff: int | None = None) -> float:
+    """The d_model at which ``embeddings`` V x d matrices are ``share`` of section 6's total,
+    d2·d² + d1·d + embeddings·V·d (6 + 6 layers, d_ff = 4d: 168 d² + 192 d); or a slip: the
+    share of the layers alone, or d_ff fixed (the layers then hold about 72 d² + (24 d_ff + 144)
+    d)."""
+    if d_ff is not None:
+        d2, d1 = 72, 24 * d_ff + 144
+    e = embeddings * vocab
+    return (e / share - (0 if of_layers else e) - d1) / d2
+
+
 @exercise("predict")
-def check_big_model_embedding_share(answer: object, *, show_answer: bool = False) -> CheckResult:
-    """The shared 37,000 × 1024 embedding's share of the big model (d_model 1024, d_ff 4096,
-    6 + 6 layers), in percent, within 0.2 points: 37.89 M of 214.25 M, 17.7%."""
-    def millions(attentions: int = 2, embeddings: int = 1) -> float:  # section 6's formula
-        attn, ffn, norm = 4 * 1024**2 + 4 * 1024, 2 * 1024 * 4096 + 4096 + 1024, 2 * 1024
-        return (6 * (attn + ffn + 2 * norm + attentions * attn + ffn + 3 * norm)
-                + embeddings * 37_000 * 1024) / 1e6
-    share = 100 * 37.888 / millions()
-    mistakes = {100 * 18.944 / 63.082496: "that is the base model's share (18.94 of 63.08 M)",
-                share / 100: "that is a fraction; the answer is asked in percent",
-                100 * 37.888 / millions(attentions=1): "a decoder layer has two attentions",
-                300 * 37.888 / millions(embeddings=3): "the vocabulary is shared: one V x d in all",
-                100 * 37.888 / millions(embeddings=0): "that divides by the layers alone"}
-    explanation = ("37.89 M of 214.25 M: the encoder layers hold 75.58 M, the decoder layers (two "
-                   "attentions each) 100.78 M. Doubling d doubles V · d but about quadruples the "
-                   "layers (d², d · d_ff), so the share falls from 30.0%; the heads add nothing.")
-    hint = "evaluate section 6's three parts for the big model, divide the embedding by their sum"
-    return check_number(answer, share, name="big_model_embedding_share", label="the embedding's "
-                        "share of the big model, in percent", explanation=explanation, hint=hint,
-                        mistakes=mistakes, rtol=0.0, atol=0.2, show_answer=show_answer)
+def check_embedding_share_width(answer: object, *, show_answer: bool = False) -> CheckResult:
+    """The d_model at which the shared 37,000 x d embedding is 10% of the parameters, with
+    d_ff = 4 d_model and 6 + 6 layers: 168 d² + 192 d + V d, V / (168 d + 192 + V) = 0.1,
+    d = (9 V - 192) / 168 = 1981.0, within 2%."""
+    mistakes = {
+        _width_for_share(d2=144, d1=168): "a decoder layer has two attentions: 16 d² per "
+                                          "decoder layer, 12 d² per encoder layer",
+        _width_for_share(d2=72, d1=132): "the feed-forward networks are missing: 8 d² of each "
+                                         "layer's parameters (d_ff = 4d)",
+        _width_for_share(d2=120, d1=192): "each feed-forward network has two d x d_ff matrices, "
+                                          "8 d² with d_ff = 4d",
+        _width_for_share(embeddings=3): "the vocabulary is shared: one V x d matrix in all",
+        _width_for_share(of_layers=True): "that makes the embedding 10% of the layers alone; "
+                                          "the total includes the embedding",
+        _width_for_share(d_ff=2048): "that keeps d_ff = 2048; the question widens it with d, "
+                                     "d_ff = 4 d_model",
+        3 * 512: "the share does not fall like 1/d: the embedding is part of the total, "
+                 "V / (168 d + 192 + V)"}
+    explanation = ("with d_ff = 4d an encoder layer holds 12 d² + 13 d, a decoder layer (two "
+                   "attentions) 16 d² + 19 d: 168 d² + 192 d in the 6 + 6 layers, and V d in the "
+                   "embedding. The share V / (168 d + 192 + V) is 1/10 at 168 d = 9 V - 192, "
+                   "d ≈ 1981 (without the d terms 1982: the d² terms decide). It is 30.0% at the "
+                   "base model's d = 512 and 17.7% at the big model's d = 1024")
+    hint = ("write section 6's total as a function of d alone (d_ff = 4d): a d² part, a d part "
+            "and V d; divide V d by it and set the share to 1/10")
+    return check_number(answer, _width_for_share(), name="embedding_share_width",
+                        label="d_model at which the embedding is 10% of the parameters",
+                        explanation=explanation, hint=hint, mistakes=mistakes, rtol=0.02,
+                        show_answer=show_answer)
 
 
 def _jacobian(s0, xs, w_s, w_x, *, at="output", scaled="columns", order=1, transpose=False):
@@ -110,8 +137,9 @@ def check_rnn_jacobian(func: Callable) -> CheckResult:
     result = check(rtol=1e-11, atol=1e-13, mistakes=_JACOBIAN_MISTAKES,
                    shortcuts=("jacobian", "jacrev", "jacfwd", "backward", "grad", "vjp"))
     if result.cases and not result.passed and check(rtol=1e-4, atol=1e-7, verbose=False).passed:
-        result.cases.append(CaseResult("to rounding", False, "close, but not to rounding: a "
-                                       "finite difference is not accurate enough"))
+        result.cases.append(CaseResult("to rounding", False, "close (within 1e-4), but not to "
+                                       "rounding: an estimate such as a finite difference is not "
+                                       "accurate enough; the chain rule gives J exactly"))
         print(f"  ✗ to rounding: {result.cases[-1].message}")
     return result
 
@@ -128,6 +156,16 @@ def _slip(less: Callable[[int, int, int], int], *, twin: bool = False) -> Callab
 
 _FLOP_MISTAKES = {
     "cross-attention's W^O is missing": _slip(lambda t, s, d: 2 * t * d * d, twin=True),
+    "cross-attention's W^O is missing, or its K and V are projected from the N_tgt target rows "
+    "instead of the N_src source rows (here both slips give this count)":
+        lambda t, s, d, f: _flops(t, s, d, f) - 2 * t * d * d if t == 2 * (s - t) else None,
+    "cross-attention is missing: a decoder layer has masked self-attention, cross-attention and "
+    "the feed-forward network": lambda t, s, d, f: _flops(t, s, d, f) - 4 * (t + s) * d * d
+    - 4 * t * s * d,
+    "the feed-forward network has two products, (N_tgt x d)(d x d_ff) and back":
+        lambda t, s, d, f: _flops(t, s, d, f) - 2 * t * d * f,
+    "that counts multiply-adds: section 7 counts a multiply and an add as 2 FLOPs":
+        lambda t, s, d, f: _flops(t, s, d, f) // 2,
     "the causal mask saves nothing: the masked scores are computed all the same":
         _slip(lambda t, s, d: 2 * t * t * d),
     "cross-attention's K and V are projected from the N_src source rows of M, not the N_tgt "

@@ -1,4 +1,4 @@
-"""Checkers for notebook 14: padding, the untrained loss, a loss that does not fall, smoothing."""
+"""Checkers for notebook 14: padding, the untrained loss, a held-out loss in batches, smoothing."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from course_utils.checks import Case, CheckResult, check_function, check_number, exercise, randn
-from course_utils.data import pad_sequences
+from course_utils.data import Batch, Vocabulary, make_batch, number_pairs, pad_sequences
+from course_utils.layers import Transformer, TransformerConfig
 from course_utils.training import sequence_loss
 
 
@@ -27,7 +28,8 @@ def check_pad_and_mask(func: Callable) -> CheckResult:
              Case(([[4, 4], [4, 4]], 0), "no padding"), Case(([[3], [1, 2, 3, 4]], 9), "pad id 9"),
              Case(([[0, 1], [2]], 3), "id 0 is a real token here (pad is 3)"),
              Case(([[2, 0, 5], [7]], 0), "a real 0 inside a sentence: the mask comes from the "
-                  "lengths"), Case(([], 0), "no sequences", raises=ValueError)]
+                  "lengths"), Case(([], 0), "no sequences", raises=ValueError),
+             Case(([[], []], 0), "only empty sequences: nothing to pad", raises=ValueError)]
     from_ids = {"the mask is read from the ids (padded != pad_id), but a real token may carry "
                 "pad_id": lambda s, p: (_pad_and_mask(s, p)[0], _pad_and_mask(s, p)[0] != p)}
     return check_function(func, cases=cases, reference=_pad_and_mask, name="pad_and_mask",
@@ -53,49 +55,69 @@ def check_untrained_loss(answer: Any, *, show_answer: bool = False) -> CheckResu
                              "average the two parts separately (Hint 1 and Hint 2 below)")
 
 
-def _train(model: torch.nn.Module, batches: Any, lr: float, zero: str = "before",
-           optimizer: type = torch.optim.SGD, **settings: Any) -> list[float]:
-    step, losses = optimizer(model.parameters(), lr=lr, **settings), []
-    for x, y in batches:
-        if zero == "before":
-            step.zero_grad()
-        (loss := F.cross_entropy(model(x), y)).backward()
-        if zero == "between":  # the notebook's bug
-            step.zero_grad()
-        step.step()
-        losses.append(loss.item())
-    return losses
+def _tiny_problem(seed: int, sizes: tuple[int, ...]) -> tuple[torch.nn.Module, tuple]:
+    """A float64 untrained Transformer and a tuple of batches of ``sizes`` pairs: the first of
+    numbers below 100 (1 or 2 words), the others of numbers from 1,000 (3 to 6 words)."""
+    pairs = number_pairs(10_000)
+    vocab = Vocabulary.from_sentences(s for pair in pairs for s in pair)
+    order = torch.randperm(9000, generator=torch.Generator().manual_seed(seed)).tolist()
+    short = [pairs[i % 100] for i in order[: sizes[0]]]
+    long = [pairs[1000 + i] for i in order[sizes[0] : sum(sizes)]]
+    chosen, starts = short + long, [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+    torch.manual_seed(seed)
+    model = Transformer(TransformerConfig(d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1,
+                                          n_decoder_layers=1, dropout=0.0, max_len=16,
+                                          src_vocab_size=len(vocab), tgt_vocab_size=len(vocab)))
+    return model.double().eval(), tuple(make_batch(chosen[a:b], vocab)
+                                        for a, b in zip(starts, starts[1:], strict=False))
 
 
-def _problem(seed: int, steps: int, lr: float) -> tuple[torch.nn.Linear, tuple, float]:
-    """A float64 Linear(5, 3) and ``steps`` batches (a tuple) of 16 points, linearly labelled."""
-    model, teacher = torch.nn.Linear(5, 3, dtype=torch.float64), randn(5, 3, seed=seed + 50)
-    model.load_state_dict({"weight": randn(3, 5, seed=seed, scale=0.1), "bias": 0 * teacher[0]})
-    return model, tuple((x, (x @ teacher).argmax(-1)) for x in randn(steps, 16, 5, seed=seed)), lr
+def _mean_loss(model: torch.nn.Module, batches: list[Batch], weigh: str = "positions") -> float:
+    """The loss over every real target position of ``batches`` (or a mistaken weighting)."""
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for b in batches:
+            logits = model(b.src, b.tgt_in, b.src_token_mask, b.tgt_token_mask)
+            real = b.tgt_out != b.pad_id
+            nll = F.cross_entropy(logits[real], b.tgt_out[real], reduction="sum").item()
+            weight = {"positions": int(real.sum()), "batches": 1, "sentences": len(b.src),
+                      "padded": real.numel()}[weigh]
+            total += nll if weigh in ("positions", "padded") else weight * nll / int(real.sum())
+            count += weight
+    return total / count
 
 
 @exercise("debug")
-def check_train(func: Callable[..., list[float]]) -> CheckResult:
-    """``func(model, batches, lr)``: a plain SGD step per (x, y) batch; its losses (floats)."""
-    cases = [Case(_problem(0, 6, 0.5), "6 batches, lr 0.5"), Case(_problem(1, 10, 0.1),
-             "10 batches, lr 0.1"), Case(_problem(2, 1, 0.5), "one batch: the first loss is the "
-             "untrained one"), Case(_problem(3, 8, 1.0), "8 batches, lr 1.0")]
-    plain = "the exercise's step is plain SGD (notebook 08): each weight minus lr × its gradient"
-    mistakes = {"still the bug: the weights never moved, so the loss cannot fall: step() found no "
-        "gradient (what runs between backward() and step()?)": partial(_train, zero="between"),
-        "the gradients add up from step to step: backward() adds (+=) into .grad, so each step "
-        "must start from zero, before backward()": partial(_train, zero="never"),
-        f"it steps with Adam: {plain}": partial(_train, optimizer=torch.optim.Adam),
-        f"the SGD has momentum=0.9: {plain}": partial(_train, momentum=0.9)}
-    return check_function(func, cases=cases, reference=_train, name="train", rtol=1e-9,
+def check_mean_loss(func: Callable[..., float]) -> CheckResult:
+    """``func(model, batches)``: the mean loss over every real target position of all the
+    batches (a float), the same however the pairs are split into batches."""
+    cases = [Case(_tiny_problem(0, (3, 1)), "a batch of 3 pairs, then one of 1"),
+             Case(_tiny_problem(1, (4,)), "one batch: every way of averaging agrees"),
+             Case(_tiny_problem(2, (2, 2)), "2 short numbers, then 2 long ones: as many "
+                  "sentences, not as many target positions"),
+             Case(_tiny_problem(3, (5, 2, 1)), "batches of 5, 2 and 1 pairs")]
+    per_position = ("the loss is a mean over target positions; batches differ in their number of "
+                    "real positions, so weigh each batch's mean by that number (or add up the "
+                    "per-position losses and divide once)")
+    mistakes = {
+        "still the bug: every batch's mean counts once, whatever its size: "
+        + per_position: partial(_mean_loss, weigh="batches"),
+        "it weighs each batch by its number of sentences, but sentences differ in length: "
+        + per_position: partial(_mean_loss, weigh="sentences"),
+        "it divides by every position, padding included: count only the real target "
+        "positions (tgt_out != pad_id)": partial(_mean_loss, weigh="padded")}
+    return check_function(func, cases=cases, reference=_mean_loss, name="mean_loss", rtol=1e-9,
                           atol=1e-12, mistakes=mistakes)
 
 
 def _smoothed(z: torch.Tensor, y: torch.Tensor, pad_id: int, alpha: float, others: bool = False,
-              over: str = "real") -> torch.Tensor:
-    """(1 − α)(−log q_y) + α·mean_v(−log q_v) (or α/(V − 1) on each wrong token), averaged."""
+              over: str = "real", annotated: bool = False) -> torch.Tensor:
+    """(1 − α)(−log q_y) + α·mean_v(−log q_v) (or α/(V − 1) on each wrong token; or, as the
+    Annotated Transformer, α/(V − 2) on each token neither right nor <pad>), averaged."""
     nll = -(log_q := torch.log_softmax(z, dim=-1)).gather(-1, y[..., None])[..., 0]
     spread = (-log_q.sum(-1) - nll) / (z.shape[-1] - 1) if others else -log_q.mean(-1)
+    if annotated:
+        spread = (-log_q.sum(-1) - nll + log_q[..., pad_id]) / (z.shape[-1] - 2)
     loss, real = (1 - alpha) * nll + alpha * spread, y != pad_id
     return {"real": loss[real].mean(), "all": loss[real].sum() / y.numel()}.get(over, loss.mean())
 
@@ -112,6 +134,9 @@ def check_smoothed_cross_entropy(func: Callable[..., torch.Tensor]) -> CheckResu
              Case((z, 0 * y, 0, 0.1), "only padding: nothing to average", raises=ValueError)]
     mistakes = {"this gives α/(V − 1) to each wrong token only; the exercise's p gives α/V to "
         "every token, the right one included": partial(_smoothed, others=True),
+        "this is the Annotated Transformer's p, α/(V − 2) on each token that is neither right "
+        "nor <pad>; the exercise's p (PyTorch's) gives α/V to every token, <pad> and the right "
+        "one included": partial(_smoothed, annotated=True),
         "the mean is taken over every position, padding included: divide by the number of real "
         "target positions": partial(_smoothed, over="all"),
         "the padded positions are averaged in with their own losses: keep only the real target "

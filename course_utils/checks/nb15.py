@@ -70,8 +70,11 @@ def _rope(q: np.ndarray, k: np.ndarray, base: float = 10000.0) -> tuple:
     return np.hypot(q[0::2], q[1::2]) * np.hypot(k[0::2], k[1::2]), (rq * rk).sum(-1).numpy()
 
 
-def _terms(q: np.ndarray, k: np.ndarray, phase_sign: float = 1.0, flip: bool = False) -> tuple:
-    product = np.conj(q[0::2] + 1j * q[1::2]) * (k[0::2] + 1j * k[1::2])
+def _terms(q: np.ndarray, k: np.ndarray, phase_sign: float = 1.0, flip: bool = False,
+           half: bool = False) -> tuple:
+    h = len(q) // 2  # half: the pairs (i, i + d/2) of the half layout, not RoPE's (2i, 2i + 1)
+    pair_q, pair_k = ((x[:h] + 1j * x[h:]) if half else (x[0::2] + 1j * x[1::2]) for x in (q, k))
+    product = np.conj(pair_q) * pair_k
     amplitude, phase = np.abs(product), phase_sign * np.angle(product)
     return (-amplitude, phase + np.pi) if flip else (amplitude, phase)
 
@@ -85,7 +88,7 @@ def check_rope_score_terms(func: Callable) -> CheckResult:
     cases = [Case((one, one), "d = 2, q = k = (1, 0): the score is cos Δ"),
              Case((one, up), "d = 2, q = (1, 0), k = (0, 1): the score is -sin Δ, so k's angle "
                   "enters the phase"), Case((q8, k8), "d = 8, q ≠ k: a phase per pair"),
-             Case((q8, q8), "d = 8, q = k: every phase is 0 (notebook 15's curve)"),
+             Case((q8, q8), "d = 8, q = k: every phase is 0"),
              Case((k8, q8), "d = 8, q and k swapped: the phases change sign"),
              Case((q8, k8, 100.0), "another base")]
     mistakes = {"the phases have the wrong sign: rotating k by Δω turns k's angle, so ψ_i is k's "
@@ -93,7 +96,10 @@ def check_rope_score_terms(func: Callable) -> CheckResult:
         "every phase is 0, which holds only where each pair of k points the way q's does":
             _scores(lambda q, k: _terms(q, k, 0.0)),
         "an amplitude is negative: an amplitude is a product of lengths, never negative; put the "
-        "sign into the phase (ψ + π)": _scores(lambda q, k: _terms(q, k, flip=True))}
+        "sign into the phase (ψ + π)": _scores(lambda q, k: _terms(q, k, flip=True)),
+        "it pairs entry i with entry i + d/2, the half layout of Hugging Face's code; the "
+        "exercise's pair i is entries 2i and 2i + 1, as section 2 rotates them":
+            _scores(lambda q, k: _terms(q, k, half=True))}
     return check_function(_scores(func), cases=cases, reference=_rope, name="rope_score_terms",
                           names=("amplitudes", "scores"), rtol=1e-9, atol=1e-9, mistakes=mistakes)
 

@@ -18,7 +18,7 @@ from course_utils.checks import Case, CheckResult, Rule, check_function, check_n
 def check_decode_intensity(answer: object, *, show_answer: bool = False) -> CheckResult:
     """``answer``: the smallest whole ``B`` with ``2Bn² / 2(n² + 2Bn) ≥ 312/1.555``, n = 4096."""
     n, ridge = 4096, 312e12 / 1.555e12
-    per_byte = lambda b, size=2: 2 * b * n * n / (size * (n * n + 2 * b * n))  # noqa: E731
+    per_byte = lambda b, size=2, sides=2: 2 * b * n * n / (size * (n * n + sides * b * n))  # noqa: E731
     best = next(b for b in range(1, n) if per_byte(b) >= ridge)
     explanation = (f"2Bn² FLOPs over 2(n² + 2Bn) bytes: Bn/(n + 2B) FLOP per byte, {ridge:.1f} from"
                    f" B = {ridge:.1f}·n/(n − {2 * ridge:.1f}) = {ridge * n / (n - 2 * ridge):.1f} "
@@ -28,6 +28,13 @@ def check_decode_intensity(answer: object, *, show_answer: bool = False) -> Chec
     mistakes: dict[float, str] = {
         best - 1: round_up, 1: "that is one sequence, about 1 FLOP per byte.",
         math.ceil(ridge): "that takes the intensity to be B itself; the B vectors are bytes too.",
+        math.floor(ridge): "that takes the intensity to be B itself, and rounds the ridge down; "
+            "the B vectors are bytes too.",
+        next(b for b in range(1, n) if per_byte(b, 2, 1) >= ridge): "that counts one set of "
+            "the B vectors, not both: the B inputs are read and the B results written.",
+        next(b for b in range(1, 4 * n) if per_byte(b, 4, 1) >= ridge): "that counts one set "
+            "of the B vectors, not both, and half the intensity: 4 bytes a number or 1 FLOP a "
+            "multiply-add.",
         next(b for b in range(1, 4 * n) if per_byte(b, 4) >= ridge): "that counts 4 bytes a "
             "number (float16 has 2), or 1 FLOP a multiply-add (it is 2): half the intensity."}
     atol = 0.5  # a batch size: the whole number itself, not a number near it
@@ -51,11 +58,16 @@ def _best(a: float, c: float, bonus: int = 1, extra: int = 0, first: int = 0, co
 def check_best_draft_length(func: Callable[[float, float], int]) -> CheckResult:
     """``func(a, c)``: the ``k ≥ 0`` of the largest ``(1 − a^(k+1)) / ((1 − a)(kc + 1))``."""
     rates = [(0.8, 0.05), (0.9, 0.02), (0.6, 0.1), (0.8, 0.1), (0.95, 0.01), (0.6, 0.3), (0.5, 0.6)]
-    mistakes = {why: partial(_best, **how) for why, how in [
-        ("it leaves out the draft's cost: a round costs k·c + 1 target passes", {"cost": 0}),
-        ("it drops the target's token: a round gives (1 − a^(k+1))/(1 − a) tokens", {"bonus": 0}),
+    mistakes: dict[str, Callable] = {why: partial(_best, **how) for why, how in [
+        ("it leaves out the draft's cost: its k passes of a round take time too", {"cost": 0}),
+        ("the tokens are off by one: a round keeps the accepted proposals and adds one token of "
+         "the target's own, so k proposals give up to k + 1 tokens", {"bonus": 0}),
         ("it never returns 0: when no k beats plain decoding, do not speculate", {"first": 1}),
-        ("it costs k + 1 draft passes a round; the draft runs k times a round", {"extra": 1})]}
+        ("it charges the draft one pass too many: a round runs it k times", {"extra": 1})]}
+    mistakes["it returns a position in its array of k, not k: the array starts at k = 1"] = (
+        lambda a, c: _best(a, c, first=1) - 1)
+    mistakes["it always returns 0: the cost of a round leaves out the target's pass, so "
+             "k = 0 costs nothing and wins"] = lambda a, c: 0
     return check_function(func, cases=[Case(ac, "a = {}, c = {}".format(*ac)) for ac in rates],
                           reference=_best, name="best_draft_length", mistakes=mistakes)
 
@@ -65,6 +77,12 @@ def store_given(k_buffer, v_buffer, p, k_p, v_p):
     slot = p % len(k_buffer)
     k_buffer[slot] = positional.apply_rope(k_p[None], [slot])[0]
     v_buffer[slot] = v_p
+
+
+def _store_value_rotated(k_buffer, v_buffer, p, k_p, v_p):
+    """The key right, and the value rotated at its position too (a mistake)."""
+    slot = p % len(k_buffer)
+    k_buffer[slot], v_buffer[slot] = (positional.apply_rope(x[None], [p])[0] for x in (k_p, v_p))
 
 
 def _decode(store: Callable | None, q, k, v, window: int) -> torch.Tensor:
@@ -86,9 +104,11 @@ def check_store(func: Callable) -> CheckResult:
     """``func(k_buffer, v_buffer, p, k_p, v_p)`` stores k_p rotated at p and v_p in slot p mod W."""
     cases = [Case((*torch.randn(3, n, d, generator=torch.Generator().manual_seed(n),
                                 dtype=torch.float64), w), f"{n} tokens, W = {w}")
-             for n, w, d in [(6, 8, 4), (8, 8, 4), (20, 8, 4), (13, 4, 6), (9, 1, 2)]]
-    mistakes = {"still the bug: the key is rotated at its slot p mod W, which is its position "
-                "only until the buffer wraps": partial(_decode, store_given),
+             for n, w, d in [(6, 8, 4), (8, 8, 4), (20, 8, 4), (13, 4, 6), (10, 3, 2)]]
+    mistakes = {"still the given function's numbers: right until the buffer wraps, wrong from "
+                "token W on": partial(_decode, store_given),
+                "the value is rotated too: RoPE turns the queries and the keys, and each value is "
+                "stored as it comes": partial(_decode, _store_value_rotated),
                 "the buffers stay zero: write into k_buffer and v_buffer themselves, in place "
                 "(k_buffer[slot] = ...), not into copies": partial(_decode, lambda *args: None)}
     return check_function(partial(_decode, func), cases=cases, reference=partial(_decode, None),

@@ -1,9 +1,11 @@
 """Architecture diagrams of notebooks 11 to 14: the split and merge of heads, the encoder layer
-post-LN and pre-LN, the decoder block with its residual paths, the whole encoder–decoder and the
-training loop, drawn as boxes (``_box``) joined by arrows (``_arrow``, ``_flow``)."""
+post-LN and pre-LN, the axes LayerNorm and BatchNorm average over, the decoder block with its
+residual paths, a cross-attention map, the whole encoder–decoder and the training loop, drawn as
+boxes (``_box``) joined by arrows (``_arrow``, ``_flow``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,14 +20,14 @@ from course_utils.diagrams._draw import (
     VERMILLION,
     YELLOW,
     _arrow,
-    _box,
     _white_figure,
 )
-from course_utils.validation import check_bool, check_int
+from course_utils.validation import check_bool, check_int, real_array
 
 if TYPE_CHECKING:  # matplotlib is imported only when something is drawn
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike
 
 
 def _flow(ax: Axes, boxes: dict[str, tuple[float, float, str, str]],
@@ -34,10 +36,15 @@ def _flow(ax: Axes, boxes: dict[str, tuple[float, float, str, str]],
     """Draw named boxes ``name: (x, y, text, color)`` and straight arrows ``(start, end, label)``
     from the edge of one box to the edge of the other; ``sizes`` overrides a box's
     ``(width, height)``. Returns each box's centre."""
+    from matplotlib.patches import FancyBboxPatch
+
     sizes = sizes or {}
     for name, (x, y, text, color) in boxes.items():
         w, h = sizes.get(name, (width, height))
-        _box(ax, x, y, text, "", color, width=w, height=h)
+        ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, facecolor=color,
+                                    boxstyle="round,pad=0.02,rounding_size=0.12",
+                                    edgecolor=BLACK, lw=1.0))
+        ax.text(x, y, text, ha="center", va="center_baseline", fontsize=9.5, color=BLACK)
 
     def edge(name: str, toward: tuple[float, float]) -> tuple[float, float]:
         x, y = boxes[name][:2]
@@ -451,4 +458,112 @@ def encoder_blocks() -> Figure:
     ax.set(xlim=(-2.3, gap + 3.9), ylim=(-1.6, top + 1.1))
     ax.set_aspect("equal")
     fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook 12: which entries LayerNorm and BatchNorm average over, on a (B, N, d) block.
+
+_NORM_BLOCK = (3, 4, 6)  # B sentences, N tokens, d features: small enough to count the cells
+_DEPTH = (0.55, 0.42)    # how far one sentence further back moves a cell: right and up
+
+
+def _block(ax: Axes, left: float, shaded: Callable[[int, int, int], bool], color: str) -> None:
+    """The (B, N, d) block in oblique projection with its left edge at ``left``: the front face
+    is sentence 0 (N rows of d features), the top face the first token of every sentence, the
+    right face the last feature of every sentence. A cell ``(b, n, j)`` for which ``shaded``
+    is true is filled with ``color``; the axes are labelled."""
+    from matplotlib.patches import Polygon
+
+    batch, seq, dim = _NORM_BLOCK
+    dx, dy = _DEPTH
+
+    def cell(corners: list[tuple[float, float]], fill: bool) -> None:
+        ax.add_patch(Polygon([(left + x, y) for x, y in corners], closed=True, lw=0.6,
+                             facecolor=color if fill else "#eeeeee", edgecolor=BLACK))
+
+    for n in range(seq):  # front face: sentence 0, token n is row n from the top
+        for j in range(dim):
+            y = float(seq - 1 - n)
+            cell([(j, y), (j + 1, y), (j + 1, y + 1), (j, y + 1)], shaded(0, n, j))
+    for b in range(batch):  # top face: token 0 of sentence b, feature j
+        for j in range(dim):
+            x, y = float(j + b * dx), float(seq + b * dy)
+            cell([(x, y), (x + 1, y), (x + 1 + dx, y + dy), (x + dx, y + dy)], shaded(b, 0, j))
+    for b in range(batch):  # right face: the last feature of token n of sentence b
+        for n in range(seq):
+            x, y = float(dim + b * dx), float(seq - 1 - n + b * dy)
+            cell([(x, y), (x + dx, y + dy), (x + dx, y + 1 + dy), (x, y + 1)],
+                 shaded(b, n, dim - 1))
+    ax.text(left + dim / 2, -0.25, f"d = {dim} features", ha="center", va="top", fontsize=9.5)
+    ax.text(left - 0.2, seq / 2, f"N = {seq} tokens", ha="right", va="center", fontsize=9.5,
+            rotation=90)
+    ax.text(left + batch * dx / 2 - 0.25, seq + batch * dy / 2 + 0.15, f"B = {batch}\nsentences",
+            ha="right", va="bottom", fontsize=9.5)
+
+
+def norm_axes() -> Figure:
+    """What LayerNorm and BatchNorm average over (notebook 12), on the same (B, N, d) block of
+    B = 3 sentences, N = 4 tokens and d = 6 features, drawn as a box whose front face is the
+    first sentence. Left: LayerNorm computes one mean and one variance over the d features of one
+    token (one row shaded), B·N pairs in all. Right: BatchNorm computes them over one feature
+    across all B sentences and N positions (one slab shaded, seen on the front and top faces),
+    d pairs in all. Returns the ``Figure``."""
+    batch, seq, dim = _NORM_BLOCK
+    fig, ax = _white_figure((9.2, 4.1))
+    width = dim + batch * _DEPTH[0]
+    gap = width + 3.4
+    token, feature = 1, 2
+    _block(ax, 0.0, lambda b, n, j: b == 0 and n == token, ORANGE)
+    _block(ax, gap, lambda b, n, j: j == feature, SKY)
+    top = seq + batch * _DEPTH[1] + 0.35
+    for left, title, note in (
+            (0.0, "LayerNorm: one token's d features",
+             f"one mean and one variance per token:\nB·N = {batch * seq} pairs, each over "
+             f"{dim} numbers"),
+            (gap, "BatchNorm: one feature over all B and N",
+             f"one mean and one variance per feature:\nd = {dim} pairs, each over "
+             f"B·N = {batch * seq} numbers")):
+        ax.text(left + width / 2, top + 0.55, title, ha="center", va="bottom", fontsize=10.5,
+                fontweight="bold")
+        ax.text(left + width / 2, -0.95, note, ha="center", va="top", fontsize=9.5, color=BLUE)
+    ax.set(xlim=(-1.9, gap + width + 1.1), ylim=(-2.55, top + 1.35))
+    ax.set_aspect("equal")
+    fig.subplots_adjust(left=0, right=1, bottom=0, top=1)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook 13: a cross-attention map, target words against source tokens.
+
+
+def cross_attention_map(weights: ArrayLike, source: Sequence[str], target: Sequence[str], *,
+                        title: str = "cross-attention") -> Figure:
+    """A cross-attention map (notebook 13): ``weights`` of shape (N_tgt, N_src), one row per
+    target position (labelled with ``target``, the word it writes) and one column per source
+    token (``source``), each cell's weight written on it, the largest weight of each row outlined
+    in black. Returns the ``Figure``."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from course_utils.diagrams.maths import annotated_heatmap
+
+    array = real_array(weights, "weights")
+    for name, words in (("source", source), ("target", target)):
+        if isinstance(words, str) or not all(isinstance(w, str) for w in words):
+            raise TypeError(f"{name} must be a sequence of str, got {words!r}")
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a str, got {type(title).__name__}")
+    if array.shape != (len(target), len(source)):
+        raise ValueError(f"weights must have shape (len(target), len(source)) = "
+                         f"{(len(target), len(source))}, got {array.shape}")
+    fig, ax = plt.subplots(figsize=(0.95 * len(source) + 2.6, 0.7 * len(target) + 1.9),
+                           facecolor="white", layout="constrained")
+    image = annotated_heatmap(ax, array, vmin=0, vmax=1, fmt="{:.2f}", fontsize=9)
+    for row, col in enumerate(array.argmax(axis=1)):
+        ax.add_patch(Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, edgecolor=BLACK, lw=2))
+    ax.set_xticks(range(len(source)), list(source))
+    ax.set_yticks(range(len(target)), list(target))
+    ax.set(xlabel="key: source token", ylabel="query: the target word it writes", title=title)
+    fig.colorbar(image, ax=ax, shrink=0.9, label="attention weight")
     return fig

@@ -280,9 +280,10 @@ def matmul_backward(n: int = 4, d_in: int = 3, d_out: int = 2) -> Figure:
 
 def draw_graph(graph: Graph, ax: Axes) -> None:
     """A computational graph (:func:`course_utils.autograd.computational_graph`) on ``ax``:
-    nodes as boxes with their data and gradient, edges as arrows labelled with their local
-    derivative. One column per distance from the root: the root is at the right, each leaf just
-    left of the node that uses it. Leaves are blue, operations orange, the root yellow."""
+    nodes as boxes with their data and gradient, edges as arrows from box edge to box edge, each
+    labelled just above with its local derivative. One column per distance from the root: the
+    root is at the right, each leaf just left of the node that uses it. Leaves are blue,
+    operations orange, the root yellow."""
     from matplotlib.axes import Axes as AxesType
 
     from course_utils.autograd import Graph as GraphType
@@ -300,20 +301,68 @@ def draw_graph(graph: Graph, ax: Axes) -> None:
     xy: list[tuple[float, float]] = []
     for c in column:  # stack each column's nodes, centred on y = 0
         placed[c] = placed.get(c, 0) + 1
-        xy.append((2.2 * c, 1.3 * ((count[c] + 1) / 2 - placed[c])))
+        xy.append((2.6 * c, 1.3 * ((count[c] + 1) / 2 - placed[c])))
+    span = 2.6 * max(column) + 2.0
+    ax.set_xlim(-1.0, span - 1.0)
+    texts = [f"{': '.join(p for p in (n.name, n.op) if p)}\ndata {n.data:.4f}\ngrad {n.grad:.4f}"
+             for n in graph.nodes]
+    widest = max(len(line) for text in texts for line in text.split("\n"))
+    # half a box in data units: monospace glyphs are about 0.6 em wide, the padding 0.3 em a side
+    inches = (0.62 * widest + 0.8) * 8 / 72 / 2
+    figure = ax.get_figure(root=True)
+    if figure is None:
+        raise ValueError("ax must belong to a figure")
+    wide = ax.get_position().width * figure.get_size_inches()[0]  # the axes' width in inches
+    half = inches * span / wide + 0.02
     for edge in graph.edges:
         (x0, y0), (x1, y1) = xy[edge.parent], xy[edge.child]
-        ax.annotate("", xy=(x1 - 0.75, y1), xytext=(x0 + 0.75, y0),
+        start, end = (x0 + half, y0), (x1 - half, y1)  # from box edge to box edge
+        ax.annotate("", xy=end, xytext=start,
                     arrowprops={"arrowstyle": "-|>", "color": "0.45", "shrinkA": 0, "shrinkB": 0})
-        ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"{edge.local_grad:.3g}", ha="center",
-                va="center", fontsize=7, color=VERMILLION,
-                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none"})
-    for i, (node, (x, y)) in enumerate(zip(graph.nodes, xy, strict=True)):
-        title = ": ".join(part for part in (node.name, node.op) if part)
+        rise = (end[1] - start[1]) / (end[0] - start[0])  # the label beside the arrow, above it
+        ax.text((start[0] + end[0]) / 2 - 0.16 * np.sign(rise), (start[1] + end[1]) / 2 + 0.16,
+                f"{edge.local_grad:.3g}", ha="center", va="center", fontsize=8,
+                color=VERMILLION)
+    for i, (node, text, (x, y)) in enumerate(zip(graph.nodes, texts, xy, strict=True)):
         color = YELLOW if i == len(graph.nodes) - 1 else ORANGE if node.op else SKY
-        ax.text(x, y, f"{title}\ndata {node.data:.4f}\ngrad {node.grad:.4f}", ha="center",
-                va="center", fontsize=7, family="monospace",
-                bbox={"boxstyle": "round,pad=0.4", "fc": color, "ec": "0.3"})
-    ax.set_xlim(-1.0, 2.2 * max(column) + 1.0)
+        ax.text(x, y, text, ha="center", va="center", fontsize=8, family="monospace",
+                bbox={"boxstyle": "round,pad=0.3", "fc": color, "ec": "0.3"})
     ax.set_ylim(-0.65 * max(count.values()) - 0.2, 0.65 * max(count.values()) + 0.2)
     ax.axis("off")
+
+
+# Positional encoding (notebook 09): the dot products of every pair of positions.
+
+
+def position_dot_products(ax: Axes, table: ArrayLike, offsets: tuple[int, ...] = ()) -> AxesImage:
+    """The dot products ``PE(p)·PE(q)`` of every pair of rows of a positional table (one row per
+    position, ``table[p]`` = PE(p)) as a heatmap on ``ax``: position q across, position p down,
+    position 0 at the top left, with a colour bar. Each of ``offsets`` (k = q - p) is marked by a
+    dashed white line along its diagonal, labelled "k = ..." near its upper end: where the dot
+    product depends only on q - p, the colours are constant along every such diagonal.
+    Returns the image."""
+    from matplotlib.axes import Axes as AxesType
+
+    if not isinstance(ax, AxesType):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    rows = real_array(table, "table")
+    if rows.ndim != 2 or len(rows) < 2:
+        raise ValueError(f"table must be 2-D with at least 2 positions, got shape {rows.shape}")
+    if not isinstance(offsets, tuple):
+        raise TypeError(f"offsets must be a tuple of ints, got {type(offsets).__name__}")
+    n = len(rows)
+    for k in offsets:
+        check_int(k, "offsets", minimum=-(n - 1), maximum=n - 1)
+    gram = rows @ rows.T
+    image = ax.imshow(gram, cmap=COLORMAP, origin="upper", interpolation="nearest",
+                      extent=(-0.5, n - 0.5, n - 0.5, -0.5))
+    for k in offsets:  # the diagonal q = p + k, from its first row to its last
+        p0, p1 = max(0, -k), min(n - 1, n - 1 - k)
+        ax.plot([p0 + k, p1 + k], [p0, p1], ls="--", lw=1.2, color="white")
+        along = p0 + 0.12 * (p1 - p0)  # a point near the upper end, inside the axes
+        ax.text(along + k + 0.03 * n, along, f"k = {k}", ha="left", va="center", fontsize=8,
+                color=BLACK, bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none"})
+    ax.set(xlabel="position q", ylabel="position p", xlim=(-0.5, n - 0.5), ylim=(n - 0.5, -0.5))
+    bar = ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    bar.set_label(r"$PE(p)\cdot PE(q)$")
+    return image

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import http.server
 import importlib.util
-import json
 import re
 import subprocess
 import sys
@@ -92,14 +91,6 @@ def test_a_stored_progress_bar_renders_as_one_line() -> None:
     assert merged[2] == outputs[5]
     assert merged[3]["text"] == "ab345\n"  # a shorter write leaves the rest, as in a terminal
     assert outputs[0]["text"] == ["\r", start]  # the notebook itself is not changed
-
-
-def test_every_stored_stream_renders_without_carriage_returns() -> None:
-    merge = _site_module().merge_streams
-    for path in notebook_paths():
-        for cell in json.loads(path.read_text())["cells"]:
-            for output in merge(cell.get("outputs", [])):
-                assert "\r" not in "".join(output.get("text", "")), path.name
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
